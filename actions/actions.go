@@ -131,16 +131,31 @@ func Decode(data []byte) (Action, error) {
 		sort.Strings(extra)
 		return Action{}, fmt.Errorf("%s: unexpected field %q", t, extra[0])
 	}
-	var a Action
+	// plain has Action's fields without its methods, so decoding it does not
+	// recurse into UnmarshalJSON.
+	type plain Action
+	var p plain
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
+	if err := dec.Decode(&p); err != nil {
 		return Action{}, fmt.Errorf("%s: %w", t, fieldError(err))
 	}
+	a := Action(p)
 	if err := a.Validate(); err != nil {
 		return Action{}, err
 	}
 	return a, nil
+}
+
+// UnmarshalJSON decodes strictly, as Decode does, so every message that
+// carries actions (the wire protocol, a CLI argument) gets the same checks.
+func (a *Action) UnmarshalJSON(data []byte) error {
+	v, err := Decode(data)
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
 }
 
 // DecodeList parses a JSON array of actions, or a single action object, and
@@ -220,6 +235,9 @@ func (a Action) Validate() error {
 		}
 		if !utf8Valid(a.Text) {
 			return errors.New("type: text is not valid UTF-8")
+		}
+		if err := checkTypable(a.Text); err != nil {
+			return fmt.Errorf("type: %w", err)
 		}
 	case DoubleClick, Move, Scroll, Wait, Screenshot:
 	default:

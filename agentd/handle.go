@@ -1,0 +1,198 @@
+package agentd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// handle runs one request to its single reply.
+func (s *session) handle(sessCtx context.Context, req request) {
+	ctx, cancel := context.WithTimeout(sessCtx, s.srv.cfg.RequestTimeout)
+	s.mu.Lock()
+	s.runningID, s.cancelRun, s.cancelledB = req.id, cancel, false
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.runningID, s.cancelRun = 0, nil
+		s.mu.Unlock()
+		cancel()
+	}()
+
+	switch req.op {
+	case wire.OpBatch, wire.OpAction:
+		s.runActions(sessCtx, ctx, req)
+	case wire.OpScreenshot:
+		if req.view != nil {
+			t, err := s.viewTransform(*req.view)
+			if err != nil {
+				s.replyError(sessCtx, req.id, wire.CodeBadRequest, err.Error(), -1)
+				return
+			}
+			s.view, s.transform = *req.view, t
+		}
+		s.replyWithScreenshot(sessCtx, ctx, wire.Reply{Op: wire.OpDone, ID: req.id})
+	case wire.OpReleaseAll:
+		if err := s.srv.cfg.Exec.ReleaseAll(); err != nil {
+			s.replyError(sessCtx, req.id, wire.CodeInternal, "release all: "+err.Error(), -1)
+			return
+		}
+		s.send(sessCtx, wire.Reply{Op: wire.OpDone, ID: req.id})
+	}
+}
+
+func (s *session) viewTransform(v wire.View) (scaling.Transform, error) {
+	w, h := s.srv.cfg.Screen.Size()
+	t, err := scaling.New(scaling.Size{W: w, H: h}, v.Crop, v.Width, v.Height, v.Fit)
+	if err != nil {
+		return scaling.Transform{}, fmt.Errorf("bad view: %w", err)
+	}
+	return t, nil
+}
+
+// runActions validates every action of the request against the current view,
+// then runs them in order, stopping at the first failure. A batch ends with
+// one screenshot, unless the request was cancelled or its session ended.
+func (s *session) runActions(sessCtx, ctx context.Context, req request) {
+	screenActions := make([]actions.Action, len(req.actions))
+	for i, a := range req.actions {
+		sa, err := s.toScreen(a)
+		if err != nil {
+			s.replyError(sessCtx, req.id, wire.CodeBadRequest, (&indexError{i, err}).Error(), i)
+			return
+		}
+		screenActions[i] = sa
+	}
+
+	results := make([]wire.ActionResult, 0, len(screenActions))
+	var failure *wire.Error
+	for i, a := range screenActions {
+		if err := ctx.Err(); err != nil {
+			failure = s.stopError(sessCtx, err, i, "before action")
+			break
+		}
+		res, err := s.srv.cfg.Exec.Do(ctx, a)
+		ar := resultOf(i, a, res, err)
+		results = append(results, ar)
+		if req.op == wire.OpBatch {
+			s.send(sessCtx, wire.Progress{Op: wire.OpProgress, ID: req.id, Result: ar})
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				failure = s.stopError(sessCtx, ctx.Err(), i, "during action")
+			} else {
+				failure = &wire.Error{Code: wire.CodeFailed, Message: fmt.Sprintf("action %d (%s): %v", i, a.Type, err), FailedIndex: i}
+			}
+			break
+		}
+	}
+	reply := wire.Reply{Op: wire.OpDone, ID: req.id, Results: results}
+	if failure != nil {
+		reply.Op, reply.Error = wire.OpError, failure
+	}
+	if req.op == wire.OpBatch && ctx.Err() == nil {
+		s.replyWithScreenshot(sessCtx, ctx, reply)
+		return
+	}
+	s.send(sessCtx, reply)
+}
+
+// stopError describes why a request stopped early: the client's cancel, the
+// request timeout, or the session ending.
+func (s *session) stopError(sessCtx context.Context, err error, index int, where string) *wire.Error {
+	s.mu.Lock()
+	byClient := s.cancelledB
+	s.mu.Unlock()
+	switch {
+	case byClient:
+		return &wire.Error{Code: wire.CodeCancelled, Message: fmt.Sprintf("cancelled by the client %s %d", where, index), FailedIndex: index}
+	case errors.Is(err, context.DeadlineExceeded) && sessCtx.Err() == nil:
+		return &wire.Error{Code: wire.CodeTimeout, Message: fmt.Sprintf("request timed out after %s %s %d", s.srv.cfg.RequestTimeout, where, index), FailedIndex: index}
+	default:
+		return &wire.Error{Code: wire.CodeCancelled, Message: fmt.Sprintf("session ended %s %d", where, index), FailedIndex: index}
+	}
+}
+
+// toScreen maps an action from the view's image space to the screen; a point
+// outside the image is an error.
+func (s *session) toScreen(a actions.Action) (actions.Action, error) {
+	pts := a.Points()
+	if len(pts) == 0 {
+		return a, nil
+	}
+	out := make([]actions.Point, len(pts))
+	for i, p := range pts {
+		x, y, err := s.transform.ToScreen(p.X, p.Y)
+		if err != nil {
+			return a, err
+		}
+		out[i] = actions.Point{X: x, Y: y}
+	}
+	return a.WithPoints(out), nil
+}
+
+func resultOf(i int, a actions.Action, res actions.Result, err error) wire.ActionResult {
+	ar := wire.ActionResult{Index: i, Type: string(a.Type), OK: err == nil, DurationUS: res.Duration.Microseconds()}
+	if err != nil {
+		ar.Error = err.Error()
+	}
+	if a.Type == actions.Scroll {
+		ar.ScrollSteps = &actions.Point{X: res.ScrollSteps.X, Y: res.ScrollSteps.Y}
+	}
+	if a.Type == actions.Wait {
+		settled := res.Settled
+		ar.WaitedMS = res.Waited.Milliseconds()
+		ar.Settled = &settled
+	}
+	return ar
+}
+
+// replyWithScreenshot captures, renders and sends reply followed by the PNG.
+// If the screenshot fails, the reply becomes an error that still carries the
+// action results.
+func (s *session) replyWithScreenshot(sessCtx, ctx context.Context, reply wire.Reply) {
+	start := time.Now()
+	img, err := s.srv.cfg.Screen.Capture(ctx)
+	captured := time.Now()
+	if err == nil {
+		s.png.Reset()
+		err = s.srv.cfg.Imager.Render(&s.png, img, s.transform)
+	}
+	if err != nil {
+		s.srv.cfg.Logf("screenshot failed: %v", err)
+		if reply.Error == nil {
+			reply.Op = wire.OpError
+			reply.Error = &wire.Error{Code: wire.CodeInternal, Message: "screenshot failed: " + err.Error(), FailedIndex: -1}
+		}
+		s.send(sessCtx, reply)
+		return
+	}
+	reply.Screenshot = &wire.ScreenshotMeta{
+		Transform: s.transform,
+		Bytes:     s.png.Len(),
+		CaptureUS: captured.Sub(start).Microseconds(),
+		EncodeUS:  time.Since(captured).Microseconds(),
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.srv.writeFrame(sessCtx, s.conn, websocket.MessageText, marshal(reply)); err != nil {
+		s.srv.cfg.Logf("session: write reply: %v", err)
+		return
+	}
+	if err := s.srv.writeFrame(sessCtx, s.conn, websocket.MessageBinary, s.png.Bytes()); err != nil {
+		s.srv.cfg.Logf("session: write screenshot: %v", err)
+	}
+}
+
+func (s *session) send(ctx context.Context, v any) {
+	if err := s.write(ctx, websocket.MessageText, marshal(v)); err != nil {
+		s.srv.cfg.Logf("session: write: %v", err)
+	}
+}

@@ -1,0 +1,247 @@
+// Package agentd is the guest daemon's server: an authenticated websocket
+// through which one controller at a time performs computer actions and takes
+// screenshots, and a /healthz probe.
+//
+// Concurrency rules:
+//   - A Server accepts any number of HTTP requests, but at most one websocket
+//     session (the controller) at a time; another gets a "busy" close.
+//   - A session has two goroutines: its reader (owned by the HTTP handler) and
+//     one worker that runs requests in order. Writes are serialised by a mutex.
+//   - When a session ends, for whatever reason, the running request is
+//     cancelled and every key and button is released before the next
+//     controller is admitted.
+package agentd
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// Screen is the display as agentd reads it.
+type Screen interface {
+	// Size is the screen size in pixels.
+	Size() (w, h int)
+	// Capture returns the whole screen; the image is valid until the next call.
+	Capture(ctx context.Context) (*image.RGBA, error)
+	// FrameHash returns a hash of the current screen contents.
+	FrameHash(ctx context.Context) (uint64, error)
+}
+
+// Imager turns a captured screen into the PNG the client asked for.
+type Imager interface {
+	// Render crops and scales src per t and writes it as PNG to w.
+	Render(w io.Writer, src *image.RGBA, t scaling.Transform) error
+}
+
+// Executor performs actions in screen coordinates.
+type Executor interface {
+	Do(ctx context.Context, a actions.Action) (actions.Result, error)
+	ReleaseAll() error
+}
+
+// Config configures a Server. Token, Screen, Imager and Exec are required.
+type Config struct {
+	// Token is the secret every request must carry as "Authorization: Bearer".
+	Token []byte
+	// Screen, Imager and Exec are the display, the image pipeline and input.
+	Screen Screen
+	Imager Imager
+	Exec   Executor
+	// RequestTimeout bounds one request (a whole batch); default 2 minutes,
+	// enough to type MaxTextLen characters.
+	RequestTimeout time.Duration
+	// WriteTimeout bounds one message write, so a client that stops reading
+	// is dropped instead of blocking the daemon; default 10s.
+	WriteTimeout time.Duration
+	// HeartbeatInterval is how often the server pings an idle session; a
+	// missing pong within the interval ends it. Default 15s.
+	HeartbeatInterval time.Duration
+	// Capabilities are announced in Hello.
+	Capabilities []string
+	// Logf logs operational messages; never secrets, typed text or images.
+	Logf func(format string, args ...any)
+}
+
+// Server serves agentd's HTTP endpoints.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+
+	// base ends every session when the server shuts down.
+	base    context.Context
+	stopAll context.CancelFunc
+
+	mu      sync.Mutex
+	active  bool          // a controller holds the session
+	idle    chan struct{} // closed when the active session has fully ended
+	closing bool
+}
+
+// New checks cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Token) < 16 {
+		return nil, errors.New("agentd: a token of at least 16 bytes is required")
+	}
+	if cfg.Screen == nil || cfg.Imager == nil || cfg.Exec == nil {
+		return nil, errors.New("agentd: Screen, Imager and Exec are required")
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 2 * time.Minute
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 15 * time.Second
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), idle: closedChan()}
+	s.base, s.stopAll = context.WithCancel(context.Background())
+	s.mux.HandleFunc("/healthz", s.serveHealth)
+	s.mux.HandleFunc("/v1", s.serveSession)
+	return s, nil
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Shutdown refuses new sessions, ends the active one (cancelling what it
+// runs and releasing every input) and waits for it to finish.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopAll()
+	s.mu.Lock()
+	s.closing = true
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// serveHealth proves the display and input chain: a capture must succeed.
+// It reveals nothing but ok or not: the probe needs no token.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := s.cfg.Screen.FrameHash(ctx); err != nil {
+		s.cfg.Logf("healthz: display check failed: %v", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"ok":false}`+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, `{"ok":true}`+"\n")
+}
+
+// authorize checks everything that must hold before the websocket upgrade.
+// The token comparison runs in constant time.
+func (s *Server) authorize(r *http.Request) (int, string) {
+	if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
+		return http.StatusForbidden, "browser-origin requests are refused"
+	}
+	auth := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if !strings.HasPrefix(auth, prefix) {
+		return http.StatusUnauthorized, "missing token: send Authorization: Bearer <token>"
+	}
+	given := []byte(strings.TrimPrefix(auth, prefix))
+	// ConstantTimeCompare returns early on a length mismatch; comparing
+	// fixed-size digests keeps the time independent of the given length too.
+	if subtle.ConstantTimeCompare(digest(given), digest(s.cfg.Token)) != 1 {
+		return http.StatusUnauthorized, "wrong token"
+	}
+	return 0, ""
+}
+
+func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
+	if code, msg := s.authorize(r); code != 0 {
+		s.cfg.Logf("refused %s from %s: %s", r.URL.Path, r.RemoteAddr, msg)
+		http.Error(w, msg, code)
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols: []string{wire.Subprotocol},
+		// Origin is already refused above; nothing browser-like gets here.
+		InsecureSkipVerify: false,
+	})
+	if err != nil {
+		s.cfg.Logf("websocket upgrade failed: %v", err)
+		return
+	}
+	if conn.Subprotocol() != wire.Subprotocol {
+		conn.Close(websocket.StatusPolicyViolation, "unsupported protocol: want "+wire.Subprotocol)
+		return
+	}
+	conn.SetReadLimit(wire.MaxRequestBytes)
+
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		conn.Close(websocket.StatusGoingAway, "agentd is shutting down")
+		return
+	}
+	if s.active {
+		s.mu.Unlock()
+		conn.Close(websocket.StatusTryAgainLater, "busy: another controller is connected")
+		return
+	}
+	s.active = true
+	done := make(chan struct{})
+	s.idle = done
+	s.mu.Unlock()
+
+	defer func() {
+		s.mu.Lock()
+		s.active = false
+		close(done)
+		s.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.base, cancel)
+	defer stop()
+	newSession(s, conn).run(ctx)
+}
+
+// sendJSON writes one text frame, bounded by the write timeout.
+func (s *Server) writeFrame(ctx context.Context, conn *websocket.Conn, typ websocket.MessageType, p []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	return conn.Write(ctx, typ, p)
+}
+
+func marshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own wire types are marshalled; failing here is a bug.
+		panic(fmt.Sprintf("agentd: marshal %T: %v", v, err))
+	}
+	return b
+}

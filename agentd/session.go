@@ -1,0 +1,280 @@
+package agentd
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// maxMalformedInARow ends a session whose client keeps sending garbage: a
+// confused or hostile peer must not keep the controller slot forever.
+const maxMalformedInARow = 32
+
+// queueDepth bounds requests waiting behind the running one; more is busy.
+const queueDepth = 16
+
+func digest(b []byte) []byte {
+	d := sha256.Sum256(b)
+	return d[:]
+}
+
+// rawRequest is a Request whose actions are decoded one by one, so an error
+// can name the index of the bad action.
+type rawRequest struct {
+	ID      uint64            `json:"id"`
+	Op      string            `json:"op"`
+	Actions []json.RawMessage `json:"actions"`
+	Action  json.RawMessage   `json:"action"`
+	View    *wire.View        `json:"view"`
+	Target  uint64            `json:"target"`
+}
+
+type request struct {
+	id      uint64
+	op      string
+	actions []actions.Action
+	view    *wire.View
+}
+
+type session struct {
+	srv  *Server
+	conn *websocket.Conn
+	reqs chan request
+
+	writeMu sync.Mutex
+
+	mu         sync.Mutex
+	runningID  uint64
+	cancelRun  context.CancelFunc
+	cancelledB bool // the running request was cancelled by the client
+
+	// Owned by the worker goroutine.
+	view      wire.View
+	transform scaling.Transform
+	png       bytes.Buffer
+}
+
+func newSession(srv *Server, conn *websocket.Conn) *session {
+	return &session{srv: srv, conn: conn, reqs: make(chan request, queueDepth)}
+}
+
+// run serves the session until the client leaves or misbehaves, then
+// cancels what runs, releases every input and closes the connection.
+func (s *session) run(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	logf := s.srv.cfg.Logf
+
+	w, h := s.srv.cfg.Screen.Size()
+	s.transform = identity(w, h)
+	hello := wire.Hello{Op: wire.OpHello, Version: wire.Version, Screen: scaling.Size{W: w, H: h},
+		Capabilities: s.srv.cfg.Capabilities}
+	if err := s.write(ctx, websocket.MessageText, marshal(hello)); err != nil {
+		logf("session: hello failed: %v", err)
+		s.conn.CloseNow()
+		return
+	}
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.worker(ctx) }()
+	go func() { defer wg.Done(); s.heartbeat(ctx, cancel) }()
+
+	closeCode, closeReason := s.readLoop(ctx)
+	if closeCode == 0 && parent.Err() != nil {
+		closeCode, closeReason = websocket.StatusGoingAway, "agentd is shutting down"
+	}
+	cancel()
+	wg.Wait()
+	if err := s.srv.cfg.Exec.ReleaseAll(); err != nil {
+		logf("session: release all after session end: %v", err)
+	}
+	if closeCode != 0 {
+		s.conn.Close(closeCode, closeReason)
+	} else {
+		s.conn.CloseNow()
+	}
+	logf("session ended")
+}
+
+// readLoop reads client messages until the connection ends. It returns the
+// close status to send, or 0 when the connection is already gone.
+func (s *session) readLoop(ctx context.Context) (websocket.StatusCode, string) {
+	malformed := 0
+	for {
+		typ, data, err := s.conn.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) == -1 && ctx.Err() == nil {
+				if errors.Is(err, websocket.ErrMessageTooBig) || isReadLimit(err) {
+					return websocket.StatusMessageTooBig, fmt.Sprintf("message over the %d byte limit", wire.MaxRequestBytes)
+				}
+				s.srv.cfg.Logf("session: read: %v", err)
+			}
+			return 0, ""
+		}
+		if typ != websocket.MessageText {
+			malformed++
+			s.replyError(ctx, 0, wire.CodeBadRequest, "requests are JSON text frames", -1)
+		} else if req, err := decodeRequest(data); err != nil {
+			malformed++
+			s.replyError(ctx, req.id, wire.CodeBadRequest, err.Error(), failedIndex(err))
+		} else {
+			malformed = 0
+			s.dispatch(ctx, req)
+		}
+		if malformed >= maxMalformedInARow {
+			return websocket.StatusPolicyViolation, fmt.Sprintf("%d malformed messages in a row", malformed)
+		}
+	}
+}
+
+func isReadLimit(err error) bool {
+	return err != nil && bytes.Contains([]byte(err.Error()), []byte("read limited at"))
+}
+
+// indexError names the action a request was refused for.
+type indexError struct {
+	index int
+	err   error
+}
+
+func (e *indexError) Error() string { return fmt.Sprintf("action %d: %v", e.index, e.err) }
+func (e *indexError) Unwrap() error { return e.err }
+
+func failedIndex(err error) int {
+	var ie *indexError
+	if errors.As(err, &ie) {
+		return ie.index
+	}
+	return -1
+}
+
+func decodeRequest(data []byte) (request, error) {
+	var raw rawRequest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		// Keep the id if the message had one, so the client can match the error.
+		var idOnly struct {
+			ID uint64 `json:"id"`
+		}
+		_ = json.Unmarshal(data, &idOnly)
+		return request{id: idOnly.ID}, fmt.Errorf("malformed request: %w", err)
+	}
+	req := request{id: raw.ID, op: raw.Op, view: raw.View}
+	if raw.ID == 0 {
+		return req, errors.New("request needs a non-zero id")
+	}
+	switch raw.Op {
+	case wire.OpBatch:
+		if len(raw.Actions) == 0 {
+			return req, errors.New("batch has no actions")
+		}
+		for i, r := range raw.Actions {
+			a, err := actions.Decode(r)
+			if err != nil {
+				return req, &indexError{i, err}
+			}
+			req.actions = append(req.actions, a)
+		}
+	case wire.OpAction:
+		if len(raw.Action) == 0 {
+			return req, errors.New(`action request has no "action"`)
+		}
+		a, err := actions.Decode(raw.Action)
+		if err != nil {
+			return req, &indexError{0, err}
+		}
+		req.actions = []actions.Action{a}
+	case wire.OpScreenshot, wire.OpReleaseAll:
+	case wire.OpCancel:
+		if raw.Target == 0 {
+			return req, errors.New("cancel needs a target id")
+		}
+		req.id = raw.Target
+	default:
+		return req, fmt.Errorf("unknown op %q", raw.Op)
+	}
+	return req, nil
+}
+
+// dispatch queues a request, or cancels the running one.
+func (s *session) dispatch(ctx context.Context, req request) {
+	if req.op == wire.OpCancel {
+		s.mu.Lock()
+		if s.runningID == req.id && s.cancelRun != nil {
+			s.cancelledB = true
+			s.cancelRun()
+		}
+		s.mu.Unlock()
+		return
+	}
+	select {
+	case s.reqs <- req:
+	default:
+		s.replyError(ctx, req.id, wire.CodeBusy, fmt.Sprintf("more than %d requests queued", queueDepth), -1)
+	}
+}
+
+func (s *session) worker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case req := <-s.reqs:
+			s.handle(ctx, req)
+		}
+	}
+}
+
+// heartbeat pings the client; a client that does not answer within an
+// interval is gone, and its session ends.
+func (s *session) heartbeat(ctx context.Context, endSession context.CancelFunc) {
+	interval := s.srv.cfg.HeartbeatInterval
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(ctx, interval)
+			err := s.conn.Ping(pctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				s.srv.cfg.Logf("session: heartbeat failed, ending session: %v", err)
+				endSession()
+				s.conn.CloseNow()
+				return
+			}
+		}
+	}
+}
+
+func (s *session) write(ctx context.Context, typ websocket.MessageType, p []byte) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.srv.writeFrame(ctx, s.conn, typ, p)
+}
+
+func (s *session) replyError(ctx context.Context, id uint64, code, msg string, index int) {
+	rep := wire.Reply{Op: wire.OpError, ID: id, Error: &wire.Error{Code: code, Message: msg, FailedIndex: index}}
+	if err := s.write(ctx, websocket.MessageText, marshal(rep)); err != nil {
+		s.srv.cfg.Logf("session: write error reply: %v", err)
+	}
+}
+
+func identity(w, h int) scaling.Transform {
+	return scaling.Transform{Screen: scaling.Size{W: w, H: h}, Crop: scaling.Rect{W: w, H: h}, Image: scaling.Size{W: w, H: h}}
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+func init() {
+	register("act", "perform actions on a guest (JSON action or array) and print the results", runAct)
+	register("screenshot", "save a screenshot of a guest as PNG", runScreenshot)
+}
+
+// actOutput is what act prints: the results and, for a batch, the
+// screenshot's transform (the image itself goes to --screenshot-out).
+type actOutput struct {
+	Results   []wire.ActionResult `json:"results"`
+	Error     *wire.Error         `json:"error,omitempty"`
+	Transform any                 `json:"transform,omitempty"`
+}
+
+func runAct(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("act", flag.ContinueOnError)
+	var g guestFlags
+	g.register(fs)
+	shotOut := fs.String("screenshot-out", "", "also take a screenshot after the actions and write it here")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `usage: agentctl act [flags] JSON|-
+  JSON is one action object or an array of them, in screen coordinates, e.g.
+  '[{"type":"click","x":100,"y":200},{"type":"type","text":"hello"}]'; - reads stdin.`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("expected one JSON argument")
+	}
+	data := []byte(fs.Arg(0))
+	if fs.Arg(0) == "-" {
+		var err error
+		if data, err = io.ReadAll(os.Stdin); err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+	}
+	as, err := actions.DecodeList(data)
+	if err != nil {
+		return err
+	}
+	c, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	var out actOutput
+	var runErr error
+	if *shotOut != "" {
+		var res guest.BatchResult
+		res, runErr = c.Batch(ctx, as, nil)
+		out.Results = res.Results
+		if res.Screenshot.PNG != nil {
+			out.Transform = res.Screenshot.Transform
+			if err := os.WriteFile(*shotOut, res.Screenshot.PNG, 0o644); err != nil {
+				return fmt.Errorf("write screenshot: %w", err)
+			}
+		}
+	} else {
+		for _, a := range as {
+			r, err := c.Do(ctx, a)
+			r.Index = len(out.Results)
+			out.Results = append(out.Results, r)
+			if err != nil {
+				runErr = err
+				break
+			}
+		}
+	}
+	var ge *guest.Error
+	if errors.As(runErr, &ge) {
+		out.Error = &wire.Error{Code: ge.Code, Message: ge.Message, FailedIndex: ge.FailedIndex}
+		if len(ge.Results) > len(out.Results) {
+			out.Results = ge.Results
+		}
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	return runErr
+}
+
+func runScreenshot(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("screenshot", flag.ContinueOnError)
+	var g guestFlags
+	g.register(fs)
+	out := fs.String("o", "screenshot.png", "output file (- for stdout)")
+	size := fs.String("size", "", "fit the image within WxH, keeping the aspect ratio (e.g. 1280x800)")
+	exact := fs.Bool("exact", false, "make the image exactly --size, not fitted")
+	crop := fs.String("crop", "", "show only this part of the screen: X,Y,WxH (e.g. 0,0,720x450)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	view, err := parseView(*size, *crop, !*exact)
+	if err != nil {
+		return err
+	}
+	c, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetView(view)
+	shot, err := c.Screenshot(ctx)
+	if err != nil {
+		return err
+	}
+	if *out == "-" {
+		_, err = os.Stdout.Write(shot.PNG)
+		return err
+	}
+	if err := os.WriteFile(*out, shot.PNG, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", *out, err)
+	}
+	t := shot.Transform
+	fmt.Fprintf(os.Stderr, "%s: %d×%d image of screen %d×%d (crop %d,%d %d×%d), %d bytes\n",
+		*out, t.Image.W, t.Image.H, t.Screen.W, t.Screen.H, t.Crop.X, t.Crop.Y, t.Crop.W, t.Crop.H, len(shot.PNG))
+	return nil
+}
+
+// parseView reads --size WxH and --crop X,Y,WxH.
+func parseView(size, crop string, fit bool) (wire.View, error) {
+	var v wire.View
+	if size != "" {
+		if _, err := fmt.Sscanf(size, "%dx%d", &v.Width, &v.Height); err != nil || v.Width <= 0 || v.Height <= 0 {
+			return v, fmt.Errorf("--size %q: want WxH, e.g. 1280x800", size)
+		}
+		v.Fit = fit
+	}
+	if crop != "" {
+		parts := strings.SplitN(crop, ",", 3)
+		var x, y, w, h int
+		ok := len(parts) == 3
+		if ok {
+			_, e1 := fmt.Sscanf(parts[0], "%d", &x)
+			_, e2 := fmt.Sscanf(parts[1], "%d", &y)
+			_, e3 := fmt.Sscanf(parts[2], "%dx%d", &w, &h)
+			ok = e1 == nil && e2 == nil && e3 == nil
+		}
+		if !ok {
+			return v, fmt.Errorf("--crop %q: want X,Y,WxH, e.g. 0,0,720x450", crop)
+		}
+		v.Crop = &scaling.Rect{X: x, Y: y, W: w, H: h}
+	}
+	return v, nil
+}

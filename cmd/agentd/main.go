@@ -1,0 +1,144 @@
+//go:build linux && cgo
+
+// Command agentd is the guest daemon: it performs computer actions on an X11
+// display and serves screenshots over an authenticated websocket.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/agentd"
+	"github.com/agentd-dev/agentd/capture"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "agentd:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	display := flag.String("display", os.Getenv("DISPLAY"), "X display to drive (default $DISPLAY)")
+	listen := flag.String("listen", "127.0.0.1:7010", "TCP address to listen on (loopback or the container's own address; empty: none)")
+	socket := flag.String("socket", "", "also listen on this unix socket (created 0600)")
+	tokenFile := flag.String("token-file", "", "file holding the token, mode 0600 (default: $"+agentd.TokenEnv+")")
+	addrFile := flag.String("addr-file", "", "write the TCP address actually listened on to this file (for --listen 127.0.0.1:0)")
+	scrollStep := flag.Int("scroll-px-per-step", 0, "pixels of scroll_x/scroll_y per wheel step (default: the executor's)")
+	captureMethod := flag.String("capture", "auto", "capture method: auto, shm, getimage or kbinani")
+	flag.Parse()
+
+	logger := log.New(os.Stderr, "agentd: ", log.LstdFlags|log.Lmicroseconds)
+	if *display == "" {
+		return errors.New("no display: pass --display or set DISPLAY")
+	}
+	if *listen == "" && *socket == "" {
+		return errors.New("nothing to listen on: pass --listen and/or --socket")
+	}
+	token, err := agentd.LoadToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		if err := agentd.CheckListenAddr(*listen, len(token) > 0); err != nil {
+			return err
+		}
+	}
+
+	screen, err := capture.Open(*display, capture.Options{Method: capture.Method(*captureMethod)})
+	if err != nil {
+		return fmt.Errorf("open display %s for capture: %w", *display, err)
+	}
+	defer screen.Close()
+	input, err := actions.NewRobotgoInput(*display)
+	if err != nil {
+		return fmt.Errorf("open display %s for input: %w", *display, err)
+	}
+	defer input.Close()
+	exec := actions.NewExecutor(input, actions.ExecOptions{
+		Frames:              screen,
+		ScrollPixelsPerStep: *scrollStep,
+		Logf:                logger.Printf,
+	})
+	srv, err := agentd.New(agentd.Config{
+		Token:        token,
+		Screen:       screen,
+		Imager:       &agentd.Pipeline{Encoder: capture.NewEncoder()},
+		Exec:         exec,
+		Capabilities: []string{"batch", "view", "cancel", "release_all", "capture:" + string(screen.Method())},
+		Logf:         logger.Printf,
+	})
+	if err != nil {
+		return err
+	}
+
+	var listeners []net.Listener
+	if *listen != "" {
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		listeners = append(listeners, ln)
+		if *addrFile != "" {
+			if err := writeFileAtomic(*addrFile, ln.Addr().String()+"\n"); err != nil {
+				return err
+			}
+		}
+		logger.Printf("listening on %s (display %s, capture %s)", ln.Addr(), *display, screen.Method())
+	}
+	if *socket != "" {
+		_ = os.Remove(*socket)
+		old := syscall.Umask(0o177)
+		ln, err := net.Listen("unix", *socket)
+		syscall.Umask(old)
+		if err != nil {
+			return fmt.Errorf("listen on socket: %w", err)
+		}
+		listeners = append(listeners, ln)
+		logger.Printf("listening on unix:%s", *socket)
+	}
+
+	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	errc := make(chan error, len(listeners))
+	for _, ln := range listeners {
+		go func(ln net.Listener) { errc <- httpSrv.Serve(ln) }(ln)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		logger.Printf("shutting down")
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = httpSrv.Shutdown(shutdownCtx)
+	_ = srv.Shutdown(shutdownCtx)
+	if err := exec.ReleaseAll(); err != nil {
+		logger.Printf("release all on exit: %v", err)
+	}
+	if *socket != "" {
+		_ = os.Remove(*socket)
+	}
+	return nil
+}
+
+func writeFileAtomic(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
