@@ -139,6 +139,15 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 	f.srv = srv
 	f.http = httptest.NewServer(srv)
 	t.Cleanup(f.http.Close)
+	// Runs before the HTTP server closes: the session ends (and stops
+	// logging) before the test does.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
 	f.addr = strings.TrimPrefix(f.http.URL, "http://")
 	return f
 }

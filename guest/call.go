@@ -12,6 +12,10 @@ import (
 	"github.com/agentd-dev/agentd/wire"
 )
 
+// writeTimeout bounds one request write: agentd reads continuously, so a
+// write that takes this long means the connection is gone.
+const writeTimeout = 10 * time.Second
+
 // BatchResult is what a batch did, and the screenshot taken after it.
 type BatchResult struct {
 	Results    []wire.ActionResult
@@ -133,7 +137,10 @@ func (c *Client) call(ctx context.Context, req wire.Request, onProgress func(wir
 	if err != nil {
 		return wire.Reply{}, nil, fmt.Errorf("guest: encode request: %w", err)
 	}
-	if err := c.conn.Write(ctx, websocket.MessageText, data); err != nil {
+	if err := ctx.Err(); err != nil {
+		return wire.Reply{}, nil, err
+	}
+	if err := c.send(data); err != nil {
 		return wire.Reply{}, nil, c.lost(nil, -1, fmt.Errorf("send %s: %w", req.Op, err))
 	}
 
@@ -193,10 +200,7 @@ func (c *Client) call(ctx context.Context, req wire.Request, onProgress func(wir
 			cancelSent = true
 			ctxDone = nil
 			cancelMsg, _ := json.Marshal(wire.Request{ID: c.nextID.Add(1), Op: wire.OpCancel, Target: req.ID})
-			wctx, wcancel := context.WithTimeout(context.Background(), cancelGrace)
-			werr := c.conn.Write(wctx, websocket.MessageText, cancelMsg)
-			wcancel()
-			if werr != nil {
+			if werr := c.send(cancelMsg); werr != nil {
 				return wire.Reply{}, nil, c.lost(progress, inFlight(req, progress), werr)
 			}
 			grace := time.NewTimer(cancelGrace)
@@ -255,4 +259,14 @@ func parseServerMessage(data []byte) (wire.Reply, *wire.Progress, error) {
 		return r, nil, nil
 	}
 	return wire.Reply{}, nil, fmt.Errorf("unexpected message %q from agentd", head.Op)
+}
+
+// send writes one request frame. It never uses the caller's context:
+// coder/websocket closes the connection when a write's context ends while the
+// write is still returning, and a cancelled call must keep the session (it
+// still has to send the cancel and read the answer).
+func (c *Client) send(data []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	return c.conn.Write(ctx, websocket.MessageText, data)
 }
