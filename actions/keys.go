@@ -196,3 +196,15 @@ func ParseButton(b Button) (Button, error) {
 }
 
 func utf8Valid(s string) bool { return utf8.ValidString(s) }
+
+// checkTypable rejects control characters other than tab and line breaks:
+// they are not text, and typing them as keys (Backspace, Escape, ...) would
+// do something else than insert what was asked for.
+func checkTypable(text string) error {
+	for i, r := range text {
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || (r >= 0x7f && r < 0xa0) {
+			return fmt.Errorf("text has control character U+%04X at byte %d (only tab and line breaks can be typed)", r, i)
+		}
+	}
+	return nil
+}

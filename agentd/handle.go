@@ -159,12 +159,14 @@ func resultOf(i int, a actions.Action, res actions.Result, err error) wire.Actio
 // action results.
 func (s *session) replyWithScreenshot(sessCtx, ctx context.Context, reply wire.Reply) {
 	start := time.Now()
+	s.srv.screenMu.Lock()
 	img, err := s.srv.cfg.Screen.Capture(ctx)
 	captured := time.Now()
 	if err == nil {
 		s.png.Reset()
 		err = s.srv.cfg.Imager.Render(&s.png, img, s.transform)
 	}
+	s.srv.screenMu.Unlock()
 	if err != nil {
 		s.srv.cfg.Logf("screenshot failed: %v", err)
 		if reply.Error == nil {

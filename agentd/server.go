@@ -86,6 +86,10 @@ type Server struct {
 	base    context.Context
 	stopAll context.CancelFunc
 
+	// screenMu spans a capture and its rendering: the captured image is a
+	// buffer the Screen reuses, and /healthz captures from other goroutines.
+	screenMu sync.Mutex
+
 	mu      sync.Mutex
 	active  bool          // a controller holds the session
 	idle    chan struct{} // closed when the active session has fully ended
@@ -151,7 +155,10 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	if _, err := s.cfg.Screen.FrameHash(ctx); err != nil {
+	s.screenMu.Lock()
+	_, err := s.cfg.Screen.FrameHash(ctx)
+	s.screenMu.Unlock()
+	if err != nil {
 		s.cfg.Logf("healthz: display check failed: %v", err)
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = io.WriteString(w, `{"ok":false}`+"\n")

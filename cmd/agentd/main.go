@@ -56,7 +56,11 @@ func run() error {
 		}
 	}
 
-	screen, err := capture.Open(*display, capture.Options{Method: capture.Method(*captureMethod)})
+	method := capture.Method(*captureMethod)
+	if method == "auto" {
+		method = capture.MethodAuto
+	}
+	screen, err := capture.Open(*display, capture.Options{Method: method})
 	if err != nil {
 		return fmt.Errorf("open display %s for capture: %w", *display, err)
 	}
@@ -74,7 +78,7 @@ func run() error {
 	srv, err := agentd.New(agentd.Config{
 		Token:        token,
 		Screen:       screen,
-		Imager:       &agentd.Pipeline{Encoder: capture.NewEncoder()},
+		Imager:       &capture.Renderer{},
 		Exec:         exec,
 		Capabilities: []string{"batch", "view", "cancel", "release_all", "capture:" + string(screen.Method())},
 		Logf:         logger.Printf,

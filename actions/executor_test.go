@@ -1,0 +1,486 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeClock advances only when slept on, so waits run instantly.
+type fakeClock struct {
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time { return c.now }
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.sleeps = append(c.sleeps, d)
+	c.now = c.now.Add(d)
+	return nil
+}
+
+// seqHasher returns hashes[i] on the i-th call, then the last one forever.
+type seqHasher struct {
+	hashes []uint64
+	calls  int
+	err    error
+}
+
+func (h *seqHasher) FrameHash(ctx context.Context) (uint64, error) {
+	if h.err != nil {
+		return 0, h.err
+	}
+	i := min(h.calls, len(h.hashes)-1)
+	h.calls++
+	return h.hashes[i], nil
+}
+
+func newTestExecutor(opts ExecOptions) (*Executor, *FakeInput, *fakeClock) {
+	in := NewFakeInput(800, 600)
+	clock := newFakeClock()
+	opts.Clock = clock
+	return NewExecutor(in, opts), in, clock
+}
+
+func TestExecutorCallOrder(t *testing.T) {
+	tests := []struct {
+		name   string
+		action Action
+		want   []string
+		result Result
+	}{
+		{
+			name:   "click with modifiers",
+			action: Action{Type: Click, X: 10, Y: 20, Keys: []string{"ctrl", "shift"}},
+			want: []string{"ScreenSize", "MoveTo(10,20)", "KeyDown(Control_L)", "KeyDown(Shift_L)",
+				"ButtonDown(left)", "ButtonUp(left)", "KeyUp(Shift_L)", "KeyUp(Control_L)"},
+		},
+		{
+			name:   "right click",
+			action: Action{Type: Click, X: 0, Y: 0, Button: Right},
+			want:   []string{"ScreenSize", "MoveTo(0,0)", "ButtonDown(right)", "ButtonUp(right)"},
+		},
+		{
+			name:   "wheel click is middle",
+			action: Action{Type: Click, X: 799, Y: 599, Button: Wheel},
+			want:   []string{"ScreenSize", "MoveTo(799,599)", "ButtonDown(middle)", "ButtonUp(middle)"},
+		},
+		{
+			name:   "back and forward",
+			action: Action{Type: Click, X: 1, Y: 2, Button: "BACK"},
+			want:   []string{"ScreenSize", "MoveTo(1,2)", "ButtonDown(back)", "ButtonUp(back)"},
+		},
+		{
+			name:   "double click",
+			action: Action{Type: DoubleClick, X: 5, Y: 6, Keys: []string{"alt"}},
+			want: []string{"ScreenSize", "MoveTo(5,6)", "KeyDown(Alt_L)", "ButtonDown(left)", "ButtonUp(left)",
+				"ButtonDown(left)", "ButtonUp(left)", "KeyUp(Alt_L)"},
+		},
+		{
+			name:   "drag with intermediate motion",
+			action: Action{Type: Drag, Path: []Point{{0, 0}, {10, 0}, {100, 0}}, Keys: []string{"shift"}},
+			want: []string{"ScreenSize", "MoveTo(0,0)", "KeyDown(Shift_L)", "ButtonDown(left)",
+				"MoveTo(10,0)", "MoveTo(40,0)", "MoveTo(70,0)", "MoveTo(100,0)", "ButtonUp(left)", "KeyUp(Shift_L)"},
+		},
+		{
+			name:   "move with modifiers held",
+			action: Action{Type: Move, X: 7, Y: 8, Keys: []string{"super"}},
+			want:   []string{"ScreenSize", "KeyDown(Super_L)", "MoveTo(7,8)", "KeyUp(Super_L)"},
+		},
+		{
+			name:   "scroll with modifiers",
+			action: Action{Type: Scroll, X: 3, Y: 4, ScrollX: -10, ScrollY: 130, Keys: []string{"ctrl"}},
+			want:   []string{"ScreenSize", "MoveTo(3,4)", "KeyDown(Control_L)", "Wheel(-1,2)", "KeyUp(Control_L)"},
+			result: Result{ScrollSteps: Point{-1, 2}},
+		},
+		{
+			name:   "scroll by nothing only moves",
+			action: Action{Type: Scroll, X: 3, Y: 4, Keys: []string{"ctrl"}},
+			want:   []string{"ScreenSize", "MoveTo(3,4)"},
+		},
+		{
+			name:   "keypress in order, released in reverse",
+			action: Action{Type: Keypress, Keys: []string{"ctrl", "shift", "a"}},
+			want: []string{"KeyDown(Control_L)", "KeyDown(Shift_L)", "KeyDown(a)",
+				"KeyUp(a)", "KeyUp(Shift_L)", "KeyUp(Control_L)"},
+		},
+		{
+			name:   "type with line breaks and tab",
+			action: Action{Type: TypeText, Text: "é\r\nb\tc\r"},
+			want: []string{"TypeRune('é')", `TypeRune('\n')`, "TypeRune('b')", `TypeRune('\t')`,
+				"TypeRune('c')", `TypeRune('\r')`},
+		},
+		{
+			name:   "screenshot does nothing",
+			action: Action{Type: Screenshot},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ex, in, _ := newTestExecutor(ExecOptions{})
+			res, err := ex.Do(context.Background(), tt.action)
+			if err != nil {
+				t.Fatalf("Do: %v", err)
+			}
+			if got := in.Strings(); !reflect.DeepEqual(got, tt.want) && len(got)+len(tt.want) > 0 {
+				t.Errorf("calls:\n got %q\nwant %q", got, tt.want)
+			}
+			if res.ScrollSteps != tt.result.ScrollSteps {
+				t.Errorf("scroll steps = %v, want %v", res.ScrollSteps, tt.result.ScrollSteps)
+			}
+			if d := in.Down(); len(d) > 0 {
+				t.Errorf("still down: %v", d)
+			}
+		})
+	}
+}
+
+func TestDoubleClickInterval(t *testing.T) {
+	ex, _, clock := newTestExecutor(ExecOptions{})
+	if _, err := ex.Do(context.Background(), Action{Type: DoubleClick, X: 1, Y: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{DefaultDoubleClickInterval}; !reflect.DeepEqual(clock.sleeps, want) {
+		t.Errorf("sleeps = %v, want %v", clock.sleeps, want)
+	}
+	ex, _, clock = newTestExecutor(ExecOptions{DoubleClickInterval: 5 * time.Millisecond})
+	res, err := ex.Do(context.Background(), Action{Type: DoubleClick, X: 1, Y: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{5 * time.Millisecond}; !reflect.DeepEqual(clock.sleeps, want) {
+		t.Errorf("sleeps = %v, want %v", clock.sleeps, want)
+	}
+	if res.Duration != 5*time.Millisecond {
+		t.Errorf("duration = %v, want the 5ms the clock advanced", res.Duration)
+	}
+}
+
+func TestOffScreenPointsRejected(t *testing.T) {
+	tests := []Action{
+		{Type: Click, X: -1, Y: 0},
+		{Type: Click, X: 800, Y: 0},
+		{Type: DoubleClick, X: 0, Y: 600},
+		{Type: Move, X: 0, Y: -5, Keys: []string{"ctrl"}},
+		{Type: Scroll, X: 1000, Y: 1000, ScrollY: 100, Keys: []string{"shift"}},
+		{Type: Drag, Path: []Point{{0, 0}, {10, 10}, {10, 600}}, Keys: []string{"ctrl"}},
+	}
+	for _, a := range tests {
+		t.Run(a.String(), func(t *testing.T) {
+			ex, in, _ := newTestExecutor(ExecOptions{})
+			_, err := ex.Do(context.Background(), a)
+			if err == nil || !strings.Contains(err.Error(), "off the 800x600 screen") {
+				t.Fatalf("err = %v, want an off-screen error", err)
+			}
+			if got := in.Strings(); !reflect.DeepEqual(got, []string{"ScreenSize"}) {
+				t.Errorf("calls = %q, want only ScreenSize", got)
+			}
+		})
+	}
+}
+
+func TestInvalidActionsDoNothing(t *testing.T) {
+	tests := []struct {
+		action Action
+		want   string
+	}{
+		{Action{Type: Keypress, Keys: []string{"ctrl", "hyperspace"}}, `unknown key name "hyperspace"`},
+		{Action{Type: Click, X: 1, Y: 1, Button: "thumb"}, `unknown button "thumb"`},
+		{Action{Type: TypeText, Text: "a\x1bb"}, "control character U+001B"},
+		{Action{Type: Drag, Path: []Point{{1, 1}}}, "at least 2 points"},
+		{Action{Type: "teleport"}, "unknown action type"},
+	}
+	for _, tt := range tests {
+		ex, in, _ := newTestExecutor(ExecOptions{})
+		_, err := ex.Do(context.Background(), tt.action)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: err = %v, want it to contain %q", tt.action, err, tt.want)
+		}
+		if calls := in.Strings(); len(calls) > 0 {
+			t.Errorf("%v: calls = %q, want none", tt.action, calls)
+		}
+	}
+}
+
+// TestFailureReleasesEverything fails each call of each action in turn and
+// checks that nothing stays pressed.
+func TestFailureReleasesEverything(t *testing.T) {
+	acts := []Action{
+		{Type: Click, X: 10, Y: 20, Keys: []string{"ctrl", "shift"}},
+		{Type: DoubleClick, X: 10, Y: 20, Keys: []string{"alt"}},
+		{Type: Drag, Path: []Point{{0, 0}, {100, 50}}, Keys: []string{"ctrl", "alt"}},
+		{Type: Move, X: 1, Y: 1, Keys: []string{"shift"}},
+		{Type: Scroll, X: 1, Y: 1, ScrollY: -200, Keys: []string{"ctrl"}},
+		{Type: Keypress, Keys: []string{"ctrl", "alt", "delete"}},
+		{Type: TypeText, Text: "abc"},
+	}
+	for _, a := range acts {
+		ex, in, _ := newTestExecutor(ExecOptions{})
+		if _, err := ex.Do(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		total := len(in.Calls())
+		for n := 1; n <= total; n++ {
+			ex, in, _ := newTestExecutor(ExecOptions{})
+			in.FailAt(n, nil)
+			_, err := ex.Do(context.Background(), a)
+			if !errors.Is(err, ErrFakeFailure) {
+				t.Errorf("%v, call %d fails: err = %v, want ErrFakeFailure", a, n, err)
+			}
+			if !strings.HasPrefix(err.Error(), string(a.Type)+": ") {
+				t.Errorf("%v: error %q does not name the action", a, err)
+			}
+			if d := in.Down(); len(d) > 0 {
+				t.Errorf("%v, call %d fails: still down %v; calls %q", a, n, d, in.Strings())
+			}
+		}
+	}
+}
+
+func TestFailedPressIsReleased(t *testing.T) {
+	ex, in, _ := newTestExecutor(ExecOptions{})
+	in.FailAt(2, nil) // KeyDown(Shift_L)
+	if _, err := ex.Do(context.Background(), Action{Type: Keypress, Keys: []string{"ctrl", "shift", "a"}}); err == nil {
+		t.Fatal("no error")
+	}
+	want := []string{"KeyDown(Control_L)", "KeyDown(Shift_L)", "KeyUp(Shift_L)", "KeyUp(Control_L)"}
+	if got := in.Strings(); !reflect.DeepEqual(got, want) {
+		t.Errorf("calls:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestReleaseFailureKeptForReleaseAll(t *testing.T) {
+	var logged []string
+	ex, in, _ := newTestExecutor(ExecOptions{Logf: func(f string, args ...any) { logged = append(logged, f) }})
+	// click+ctrl: ScreenSize, MoveTo, KeyDown(ctrl), ButtonDown fails; then
+	// the release of the button (5) and of ctrl (6): ctrl's fails.
+	in.FailAt(4, nil)
+	in.FailAt(6, nil)
+	_, err := ex.Do(context.Background(), Action{Type: Click, X: 1, Y: 1, Keys: []string{"ctrl"}})
+	if err == nil || !strings.Contains(err.Error(), "release key Control_L") {
+		t.Fatalf("err = %v, want it to report the failed release", err)
+	}
+	if len(logged) == 0 {
+		t.Error("the release was not logged")
+	}
+	in.Reset()
+	if err := ex.ReleaseAll(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := in.Strings(), []string{"KeyUp(Control_L)"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ReleaseAll calls = %q, want %q", got, want)
+	}
+	in.Reset()
+	if err := ex.ReleaseAll(); err != nil || len(in.Calls()) > 0 {
+		t.Errorf("second ReleaseAll: err %v, calls %q; want nothing to do", err, in.Strings())
+	}
+}
+
+func TestCancelMidType(t *testing.T) {
+	ex, in, _ := newTestExecutor(ExecOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in.OnCall(func(n int, c Call) {
+		if n == 3 {
+			cancel()
+		}
+	})
+	_, err := ex.Do(ctx, Action{Type: TypeText, Text: "abcdef"})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "after 3 of 6 characters") {
+		t.Fatalf("err = %v, want cancelled after 3 of 6", err)
+	}
+	if got := len(in.Calls()); got != 3 {
+		t.Errorf("%d calls, want 3", got)
+	}
+}
+
+func TestCancelMidDrag(t *testing.T) {
+	ex, in, _ := newTestExecutor(ExecOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in.OnCall(func(n int, c Call) {
+		if c.String() == "MoveTo(10,0)" {
+			cancel()
+		}
+	})
+	_, err := ex.Do(ctx, Action{Type: Drag, Path: []Point{{0, 0}, {10, 0}, {20, 0}}, Keys: []string{"ctrl"}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	want := []string{"ScreenSize", "MoveTo(0,0)", "KeyDown(Control_L)", "ButtonDown(left)", "MoveTo(10,0)",
+		"ButtonUp(left)", "KeyUp(Control_L)"}
+	if got := in.Strings(); !reflect.DeepEqual(got, want) {
+		t.Errorf("calls:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestCancelledBeforeStart(t *testing.T) {
+	ex, in, _ := newTestExecutor(ExecOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ex.Do(ctx, Action{Type: Click, X: 1, Y: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if calls := in.Strings(); len(calls) > 0 {
+		t.Errorf("calls = %q, want none", calls)
+	}
+}
+
+func TestWheelSteps(t *testing.T) {
+	tests := []struct {
+		px, per, want int
+	}{
+		{0, 60, 0},
+		{1, 60, 1}, {-1, 60, -1}, // tiny requests still scroll
+		{29, 60, 1}, {30, 60, 1}, {59, 60, 1}, {60, 60, 1},
+		{89, 60, 1}, {90, 60, 2}, {-90, 60, -2}, {-91, 60, -2},
+		{120, 60, 2}, {-300, 60, -5}, {301, 100, 3}, {350, 100, 4}, {-350, 100, -4},
+		{MaxWheelSteps * 60, 60, MaxWheelSteps}, {-MaxWheelSteps * 60, 60, -MaxWheelSteps},
+	}
+	for _, tt := range tests {
+		got, err := wheelSteps(tt.px, tt.per)
+		if err != nil || got != tt.want {
+			t.Errorf("wheelSteps(%d, %d) = %d, %v; want %d", tt.px, tt.per, got, err, tt.want)
+		}
+	}
+	for _, px := range []int{MaxWheelSteps*60 + 30, -(MaxWheelSteps*60 + 30), math.MaxInt, math.MinInt} {
+		if _, err := wheelSteps(px, 60); err == nil || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("wheelSteps(%d) err = %v, want a bound error", px, err)
+		}
+	}
+}
+
+func TestScrollTooFarDoesNothing(t *testing.T) {
+	ex, in, _ := newTestExecutor(ExecOptions{ScrollPixelsPerStep: 1})
+	_, err := ex.Do(context.Background(), Action{Type: Scroll, X: 1, Y: 1, ScrollY: MaxWheelSteps + 1})
+	if err == nil || !strings.Contains(err.Error(), "scroll_y") {
+		t.Fatalf("err = %v, want a scroll_y error", err)
+	}
+	if calls := in.Strings(); len(calls) > 0 {
+		t.Errorf("calls = %q, want none", calls)
+	}
+}
+
+func TestInterpolate(t *testing.T) {
+	path := []Point{{0, 0}, {5, 5}, {700, 100}, {700, 100}, {10, 590}}
+	got := interpolate(path, 32)
+	prev, next := path[0], 1
+	for _, p := range got {
+		if next < len(path) && p == path[next] {
+			next++
+		}
+		if d := max(abs(p.X-prev.X), abs(p.Y-prev.Y)); d > 32 {
+			t.Errorf("jump of %d px from %v to %v", d, prev, p)
+		}
+		prev = p
+	}
+	if next != len(path) {
+		t.Errorf("path points not all visited in order: %v", got)
+	}
+	if got[len(got)-1] != path[len(path)-1] {
+		t.Errorf("ends at %v, want %v", got[len(got)-1], path[len(path)-1])
+	}
+	// 700 px in one segment: capped at maxDragSubsteps motion events.
+	if n := len(interpolate([]Point{{0, 0}, {700, 0}}, 1)); n != maxDragSubsteps {
+		t.Errorf("%d motion events for one long segment, want %d", n, maxDragSubsteps)
+	}
+}
+
+func TestWait(t *testing.T) {
+	t.Run("settles", func(t *testing.T) {
+		h := &seqHasher{hashes: []uint64{1, 2, 3, 3}}
+		ex, _, _ := newTestExecutor(ExecOptions{Frames: h})
+		res, err := ex.Do(context.Background(), Action{Type: Wait})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Changes at 50 and 100 ms, then quiet for 250 ms.
+		if !res.Settled || res.Waited != 350*time.Millisecond {
+			t.Errorf("got settled %v after %v, want settled after 350ms", res.Settled, res.Waited)
+		}
+	})
+	t.Run("static screen settles after the quiet time", func(t *testing.T) {
+		h := &seqHasher{hashes: []uint64{7}}
+		ex, _, _ := newTestExecutor(ExecOptions{Frames: h, WaitQuiet: 100 * time.Millisecond, WaitPoll: 10 * time.Millisecond})
+		res, err := ex.Do(context.Background(), Action{Type: Wait})
+		if err != nil || !res.Settled || res.Waited != 100*time.Millisecond {
+			t.Errorf("got %+v, %v; want settled after 100ms", res, err)
+		}
+	})
+	t.Run("times out", func(t *testing.T) {
+		seq := make([]uint64, 1000)
+		for i := range seq {
+			seq[i] = uint64(i)
+		}
+		ex, _, _ := newTestExecutor(ExecOptions{Frames: &seqHasher{hashes: seq}})
+		res, err := ex.Do(context.Background(), Action{Type: Wait})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Settled || res.Waited != DefaultWaitTimeout {
+			t.Errorf("got settled %v after %v, want unsettled after %v", res.Settled, res.Waited, DefaultWaitTimeout)
+		}
+	})
+	t.Run("no frames", func(t *testing.T) {
+		ex, _, _ := newTestExecutor(ExecOptions{})
+		if _, err := ex.Do(context.Background(), Action{Type: Wait}); err == nil || !strings.Contains(err.Error(), "Frames") {
+			t.Errorf("err = %v, want a missing frame source error", err)
+		}
+	})
+	t.Run("hash error", func(t *testing.T) {
+		boom := errors.New("capture broke")
+		ex, _, _ := newTestExecutor(ExecOptions{Frames: &seqHasher{err: boom}})
+		if _, err := ex.Do(context.Background(), Action{Type: Wait}); !errors.Is(err, boom) {
+			t.Errorf("err = %v, want %v", err, boom)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		ex := NewExecutor(NewFakeInput(10, 10), ExecOptions{Frames: &seqHasher{hashes: []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}}})
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Millisecond)
+		defer cancel()
+		res, err := ex.Do(ctx, Action{Type: Wait})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want the deadline", err)
+		}
+		if res.Waited < 100*time.Millisecond || res.Waited > time.Second {
+			t.Errorf("waited %v, want about 120ms", res.Waited)
+		}
+	})
+}
+
+func TestFakeInputRecordsAndFails(t *testing.T) {
+	in := NewFakeInput(3, 4)
+	in.FailAt(2, nil)
+	if w, h, err := in.ScreenSize(); w != 3 || h != 4 || err != nil {
+		t.Errorf("ScreenSize = %d, %d, %v", w, h, err)
+	}
+	if err := in.MoveTo(1, 2); !errors.Is(err, ErrFakeFailure) {
+		t.Errorf("second call err = %v, want ErrFakeFailure", err)
+	}
+	boom := errors.New("boom")
+	in.FailAt(1, boom)
+	if err := in.KeyDown(Key{Keysym: "a"}); !errors.Is(err, boom) {
+		t.Errorf("err = %v, want boom", err)
+	}
+	_ = in.ButtonDown(Back)
+	_ = in.Wheel(-1, 2)
+	_ = in.TypeRune('x')
+	_ = in.Close()
+	want := []string{"ScreenSize", "MoveTo(1,2)", "KeyDown(a)", "ButtonDown(back)", "Wheel(-1,2)", "TypeRune('x')", "Close"}
+	if got := in.Strings(); !reflect.DeepEqual(got, want) {
+		t.Errorf("calls:\n got %q\nwant %q", got, want)
+	}
+	if got, want := in.Down(), []string{"key:a", "button:back"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Down = %q, want %q", got, want)
+	}
+}

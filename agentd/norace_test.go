@@ -1,0 +1,5 @@
+//go:build !race
+
+package agentd
+
+const raceEnabled = false
