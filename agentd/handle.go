@@ -135,7 +135,38 @@ func (s *session) toScreen(a actions.Action) (actions.Action, error) {
 		}
 		out[i] = actions.Point{X: x, Y: y}
 	}
-	return a.WithPoints(out), nil
+	a = a.WithPoints(out)
+	if a.Type == actions.Scroll {
+		// Scroll amounts are image pixels too: the model saw the content move
+		// by image pixels, so scale them like distances (no crop offset).
+		t := s.transform
+		a.ScrollX = scaleDistance(a.ScrollX, t.Crop.W, t.Image.W)
+		a.ScrollY = scaleDistance(a.ScrollY, t.Crop.H, t.Image.H)
+	}
+	return a, nil
+}
+
+// scaleDistance maps an image-space distance to screen pixels, rounding half
+// away from zero so a non-zero distance never becomes zero.
+func scaleDistance(d, screen, image int) int {
+	if d == 0 || screen == image {
+		return d
+	}
+	v := (abs(d)*screen*2 + image) / (2 * image)
+	if v == 0 {
+		v = 1
+	}
+	if d < 0 {
+		return -v
+	}
+	return v
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 func resultOf(i int, a actions.Action, res actions.Result, err error) wire.ActionResult {

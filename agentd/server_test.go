@@ -530,3 +530,31 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestScrollAmountsScaleWithTheView(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	c.SetView(wire.View{Width: 100, Height: 50}) // half the 200×100 screen
+	if _, err := c.Screenshot(ctx5(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Scroll(ctx5(t), 10, 10, -3, 120); err != nil {
+		t.Fatal(err)
+	}
+	done, _ := f.exec.snapshot()
+	if got := done[len(done)-1]; got.ScrollX != -6 || got.ScrollY != 240 {
+		t.Fatalf("image scroll (-3,120) → screen (%d,%d), want (-6,240)", got.ScrollX, got.ScrollY)
+	}
+}
+
+func TestScaleDistance(t *testing.T) {
+	cases := []struct{ d, screen, image, want int }{
+		{0, 1440, 1280, 0}, {100, 1440, 1280, 113}, {-100, 1440, 1280, -113},
+		{1, 100, 1000, 1}, {-1, 100, 1000, -1}, {7, 200, 200, 7},
+	}
+	for _, c := range cases {
+		if got := scaleDistance(c.d, c.screen, c.image); got != c.want {
+			t.Errorf("scaleDistance(%d, %d, %d) = %d, want %d", c.d, c.screen, c.image, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+//go:build linux
+
+package capture
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/kbinani/screenshot"
+
+	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/scaling"
+)
+
+// BenchmarkCapture compares the methods on one 1440×900 server, with
+// kbinani's own CaptureDisplay as the baseline the fallback wraps.
+func BenchmarkCapture(b *testing.B) {
+	srv := xvfbtest.Start(b, 1440, 900)
+	paint(b, srv.Display)
+	b.Setenv("DISPLAY", srv.Display)
+	ctx := context.Background()
+	for _, m := range []Method{MethodSHM, MethodGetImage, MethodKbinani} {
+		b.Run(string(m), func(b *testing.B) {
+			c := open(b, srv.Display, m)
+			b.ReportAllocs()
+			cpu := startCPU()
+			for b.Loop() {
+				if _, err := c.Capture(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.report(b)
+		})
+	}
+	b.Run("kbinani-raw", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := screenshot.CaptureDisplay(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b)
+	})
+	b.Run("framehash-shm", func(b *testing.B) {
+		c := open(b, srv.Display, MethodSHM)
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := c.FrameHash(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b)
+	})
+}
+
+// BenchmarkScreenshot is the daemon's whole path for one screenshot: capture
+// 1440×900, fit into 1280×800, encode.
+func BenchmarkScreenshot(b *testing.B) {
+	srv := xvfbtest.Start(b, 1440, 900)
+	paint(b, srv.Display)
+	c := open(b, srv.Display, MethodSHM)
+	t, err := scaling.New(scaling.Size{W: 1440, H: 900}, nil, 1280, 800, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r Renderer
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := startCPU()
+	for b.Loop() {
+		img, err := c.Capture(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Render(io.Discard, img, t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.report(b)
+}

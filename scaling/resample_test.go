@@ -1,0 +1,261 @@
+package scaling
+
+import (
+	"image"
+	"image/color"
+	"image/draw"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/disintegration/imaging"
+)
+
+// blocks paints a screen of w×h as a grid of flat coloured 60×60 blocks, so
+// the colour at a block's centre must survive any scale that keeps a block
+// several output pixels wide.
+func blocks(w, h int) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			img.SetRGBA(x, y, blockColour(x, y))
+		}
+	}
+	return img
+}
+
+func blockColour(x, y int) color.RGBA {
+	bx, by := x/60, y/60
+	return color.RGBA{uint8(bx * 37), uint8(by * 53), uint8((bx + by) * 29), 0xff}
+}
+
+// noisy is a reproducible photo-like image: a gradient plus noise.
+func noisy(w, h int, seed uint64) *image.RGBA {
+	r := rand.New(rand.NewPCG(seed, 7))
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := 0; i < len(img.Pix); i += 4 {
+		p := i / 4
+		x, y := p%w, p/w
+		img.Pix[i] = uint8(x*255/max(w, 1)) ^ uint8(r.IntN(40))
+		img.Pix[i+1] = uint8(y*255/max(h, 1)) ^ uint8(r.IntN(40))
+		img.Pix[i+2] = uint8(r.IntN(256))
+		img.Pix[i+3] = 0xff
+	}
+	return img
+}
+
+func TestScaleIdentityIsSource(t *testing.T) {
+	src := blocks(320, 200)
+	tr, _ := New(Size{320, 200}, nil, 0, 0, true)
+	var s Scaler
+	got, err := s.Scale(src, tr)
+	if err != nil || got != src {
+		t.Fatalf("identity: got %p, %v; want the source %p", got, err, src)
+	}
+}
+
+func TestScaleCropNativeSharesPixels(t *testing.T) {
+	src := blocks(320, 200)
+	tr, _ := New(Size{320, 200}, &Rect{30, 40, 100, 50}, 0, 0, false)
+	var s Scaler
+	got, err := s.Scale(src, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Bounds() != image.Rect(0, 0, 100, 50) {
+		t.Fatalf("bounds %v", got.Bounds())
+	}
+	if &got.Pix[0] != &src.Pix[src.PixOffset(30, 40)] {
+		t.Fatal("crop at native size copied the pixels")
+	}
+	for y := 0; y < 50; y++ {
+		for x := 0; x < 100; x++ {
+			if got.RGBAAt(x, y) != src.RGBAAt(30+x, 40+y) {
+				t.Fatalf("(%d, %d): %v want %v", x, y, got.RGBAAt(x, y), src.RGBAAt(30+x, 40+y))
+			}
+		}
+	}
+}
+
+// TestScaleFlatColours checks, for several views, that each block's colour
+// is exact at points well inside it, reached through ToScreen.
+func TestScaleFlatColours(t *testing.T) {
+	const w, h = 960, 600
+	src := blocks(w, h)
+	views := []struct {
+		crop   *Rect
+		vw, vh int
+		fit    bool
+	}{
+		{nil, 853, 533, true},
+		{nil, 700, 600, false}, // width only
+		{nil, 960, 500, false}, // height only
+		{nil, 320, 200, true},
+		{&Rect{300, 120, 600, 480}, 400, 0, true},
+		{&Rect{300, 120, 240, 180}, 960, 720, false}, // zoom in
+	}
+	var s Scaler
+	for _, v := range views {
+		tr, err := New(Size{w, h}, v.crop, v.vw, v.vh, v.fit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Scale(src, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Bounds() != image.Rect(0, 0, tr.Image.W, tr.Image.H) {
+			t.Fatalf("%+v: bounds %v", tr, got.Bounds())
+		}
+		checked := 0
+		for iy := 0; iy < tr.Image.H; iy += 7 {
+			for ix := 0; ix < tr.Image.W; ix += 7 {
+				sx, sy, err := tr.ToScreen(ix, iy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The kernel reaches 2 output pixels (≤ 2×scale screen pixels) each way.
+				margin := 2*max(tr.Crop.W/tr.Image.W, 1) + 4
+				if sx%60 < margin || sx%60 >= 60-margin || sy%60 < margin || sy%60 >= 60-margin {
+					continue
+				}
+				checked++
+				if c, want := got.RGBAAt(ix, iy), blockColour(sx, sy); c != want {
+					t.Fatalf("%+v: image (%d, %d) → screen (%d, %d): %v, want %v", tr, ix, iy, sx, sy, c, want)
+				}
+			}
+		}
+		if checked < 100 {
+			t.Fatalf("%+v: only %d points checked", tr, checked)
+		}
+	}
+}
+
+// TestScaleMatchesImaging compares against imaging's float Catmull-Rom for
+// random views of small images: same kernel, so at most rounding differences.
+func TestScaleMatchesImaging(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var s Scaler
+	for i := range 300 {
+		sw, sh := 1+r.IntN(120), 1+r.IntN(120)
+		src := noisy(sw, sh, uint64(i))
+		cw, ch := 1+r.IntN(sw), 1+r.IntN(sh)
+		crop := Rect{r.IntN(sw - cw + 1), r.IntN(sh - ch + 1), cw, ch}
+		tr, err := New(Size{sw, sh}, &crop, 1+r.IntN(150), 1+r.IntN(150), r.IntN(2) == 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Scale(src, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := imaging.Resize(imaging.Crop(src, image.Rect(crop.X, crop.Y, crop.X+cw, crop.Y+ch)), tr.Image.W, tr.Image.H, imaging.CatmullRom)
+		for y := 0; y < tr.Image.H; y++ {
+			for x := 0; x < tr.Image.W; x++ {
+				a, b := got.RGBAAt(x, y), want.NRGBAAt(x, y)
+				if d := max(diff(a.R, b.R), diff(a.G, b.G), diff(a.B, b.B)); d > 2 || a.A != 0xff {
+					t.Fatalf("%+v at (%d, %d): %v vs imaging %v", tr, x, y, a, b)
+				}
+			}
+		}
+	}
+}
+
+func diff(a, b uint8) int {
+	if a > b {
+		return int(a - b)
+	}
+	return int(b - a)
+}
+
+func TestScaleSubImageSource(t *testing.T) {
+	big := blocks(400, 300)
+	src := big.SubImage(image.Rect(60, 60, 380, 260)).(*image.RGBA) // 320×200 at (60, 60)
+	tr, _ := New(Size{320, 200}, &Rect{0, 0, 120, 120}, 60, 60, false)
+	var s Scaler
+	got, err := s.Scale(src, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, want := got.RGBAAt(15, 15), blockColour(90, 90); c != want {
+		t.Fatalf("got %v want %v", c, want)
+	}
+}
+
+func TestScaleErrors(t *testing.T) {
+	var s Scaler
+	tr, _ := New(Size{320, 200}, nil, 100, 100, false)
+	if _, err := s.Scale(blocks(321, 200), tr); err == nil || !strings.Contains(err.Error(), "321×200") {
+		t.Fatalf("wrong source size: %v", err)
+	}
+	if _, err := s.Scale(blocks(320, 200), Transform{}); err == nil {
+		t.Fatal("zero transform accepted")
+	}
+}
+
+func TestScaleExtremes(t *testing.T) {
+	var s Scaler
+	src := noisy(1440, 900, 1)
+	for _, sz := range []Size{{1, 1}, {1440, 1}, {1, 900}, {3, 2000}} {
+		tr, err := New(Size{1440, 900}, nil, sz.W, sz.H, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Scale(src, tr)
+		if err != nil || got.Bounds().Size() != image.Pt(sz.W, sz.H) {
+			t.Fatalf("%v: %v %v", sz, got.Bounds(), err)
+		}
+	}
+}
+
+func TestScaleNoAllocs(t *testing.T) {
+	src := noisy(480, 300, 1)
+	tr, _ := New(Size{480, 300}, nil, 427, 267, true)
+	crop, _ := New(Size{480, 300}, &Rect{10, 10, 200, 200}, 0, 0, false)
+	var s Scaler
+	if _, err := s.Scale(src, tr); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(3, func() {
+		_, _ = s.Scale(src, tr)
+		_, _ = s.Scale(src, crop)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per steady-state Scale", allocs)
+	}
+}
+
+// BenchmarkScale compares our resampler with imaging (the first choice) at the
+// daemon's typical view.
+func BenchmarkScale(b *testing.B) {
+	src := noisy(1440, 900, 1)
+	draw.Draw(src, image.Rect(100, 100, 700, 500), image.NewUniform(color.RGBA{40, 40, 40, 255}), image.Point{}, draw.Src)
+	tr, _ := New(Size{1440, 900}, nil, 1280, 800, true)
+	b.Run("own-catmullrom", func(b *testing.B) {
+		var s Scaler
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := s.Scale(src, tr); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b)
+	})
+	b.Run("imaging-catmullrom", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			imaging.Resize(src, 1280, 800, imaging.CatmullRom)
+		}
+		cpu.report(b)
+	})
+	b.Run("imaging-linear", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			imaging.Resize(src, 1280, 800, imaging.Linear)
+		}
+		cpu.report(b)
+	})
+}
