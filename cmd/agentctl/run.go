@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/runner"
+)
+
+func init() { register("run", "run a task on a guest with the OpenAI computer tool", runRun) }
+
+// guestConn is what run needs of a guest connection.
+type guestConn interface {
+	runner.Driver
+	Close() error
+}
+
+// dialGuest connects to agentd; tests replace it with a fake desktop.
+var dialGuest = func(ctx context.Context, addr, token string) (guestConn, error) {
+	return guest.Dial(ctx, addr, token)
+}
+
+func runRun(ctx context.Context, args []string) error {
+	return runCommand(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agentctl run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var g guestFlags
+	g.register(fs)
+	model := fs.String("model", "gpt-5.4", "model to run the computer tool with")
+	maxSteps := fs.Int("max-steps", runner.DefaultMaxSteps, "most API requests the run may send")
+	recordDir := fs.String("record-dir", "runs", "folder under which each run writes its record, <timestamp>-<id>/")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR [--token-file F] [--model M] [--max-steps N] [--record-dir D] "task"
+
+Runs the task with the OpenAI Responses API computer tool on the guest.
+Uses OPENAI_API_KEY, and OPENAI_BASE_URL when set. Pending safety checks are
+asked on the terminal (y/N) and refused when standard input is not one.`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	task := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	switch {
+	case g.addr == "":
+		return errors.New("--guest is required (or $AGENTD_ADDR)")
+	case task == "":
+		return errors.New(`the task is required: agentctl run --guest ADDR "task"`)
+	case *maxSteps < 1:
+		return fmt.Errorf("--max-steps is %d; it must be at least 1", *maxSteps)
+	case os.Getenv("OPENAI_API_KEY") == "":
+		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
+	}
+	token, err := g.token()
+	if err != nil {
+		return err
+	}
+
+	conn, err := dialGuest(ctx, g.addr, token)
+	if err != nil {
+		return err
+	}
+	// Closing the connection ends this controller's session; it does not
+	// stop the guest.
+	defer conn.Close()
+
+	dir := filepath.Join(*recordDir, time.Now().Format("20060102-150405")+"-"+randomID())
+	rec, err := runner.CreateRecord(dir)
+	if err != nil {
+		return err
+	}
+	rec.Note("start", map[string]any{
+		"task": task, "model": *model, "guest": g.addr, "max_steps": *maxSteps, "api": apiEndpoint(),
+	})
+	fmt.Fprintf(stdout, "run record: %s\n", dir)
+
+	ts := runner.New(openai.NewClient(), conn)
+	defer ts.Close()
+	approver := runner.NewTerminalApprover(stdin, stderr)
+	show := progress{w: stdout}
+	res, runErr := ts.Run(ctx, runner.RunOptions{
+		Model:    *model,
+		Input:    task,
+		MaxSteps: *maxSteps,
+		CallOptions: runner.CallOptions{
+			ApproveSafetyChecks: approver.ApproveSafetyChecks,
+			OnEvent: func(e runner.Event) {
+				rec.Event(e)
+				show.event(e)
+			},
+		},
+		OnDiagnostic: rec.Diagnostic,
+	})
+	recErr := rec.Finish(res, runErr)
+	if recErr != nil {
+		fmt.Fprintf(stderr, "warning: the run record is incomplete: %v\n", recErr)
+	}
+	if runErr != nil {
+		fmt.Fprintf(stdout, "run record: %s\n", dir)
+		return printableError{explain(ctx, runErr)}
+	}
+	fmt.Fprintf(stdout, "\ndone in %d steps, %s, tokens: %s\n\n%s\n\nrun record: %s\n",
+		res.Steps, res.Duration.Round(time.Millisecond), tokens(res.Usage), runner.Printable(res.FinalMessage), dir)
+	return nil
+}
+
+// apiEndpoint names the Responses endpoint for the record, without any
+// credentials a URL might carry.
+func apiEndpoint() string {
+	base := os.Getenv("OPENAI_BASE_URL")
+	if base == "" {
+		return "default (api.openai.com)"
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "unparsable OPENAI_BASE_URL"
+	}
+	u.User = nil
+	u.RawQuery = ""
+	return u.String()
+}
+
+func randomID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// explain adds what a user needs to act on a failed run.
+func explain(ctx context.Context, err error) error {
+	var apiErr *openai.Error
+	switch {
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("cancelled: %w; an action already sent cannot be undone: check the desktop before retrying", err)
+	case errors.Is(err, runner.ErrStepLimit):
+		return fmt.Errorf("%w (raise --max-steps to allow more)", err)
+	case errors.As(err, &apiErr) && apiErr.Message != "":
+		return fmt.Errorf("%w: %s", err, apiErr.Message)
+	}
+	return err
+}
+
+// printableError shows an error that may carry text from the API or the
+// model (ids, messages) without letting it drive the terminal.
+type printableError struct{ error }
+
+func (e printableError) Error() string { return runner.Printable(e.error.Error()) }
+func (e printableError) Unwrap() error { return e.error }
+
+func tokens(u runner.Totals) string {
+	s := fmt.Sprintf("%d in, %d out, %d total", u.InputTokens, u.OutputTokens, u.TotalTokens)
+	if u.Incomplete {
+		s += " (incomplete: a response carried no usage)"
+	}
+	return s
+}
+
+// progress prints a run's events for a person watching.
+type progress struct{ w io.Writer }
+
+func (p progress) event(e runner.Event) {
+	switch e.Kind {
+	case runner.EventRequest:
+		fmt.Fprintf(p.w, "step %d/%d: asking the model\n", e.Step, e.MaxSteps)
+	case runner.EventResponse:
+		what := "no computer call"
+		if len(e.CallIDs) > 0 {
+			what = "computer call " + runner.Printable(strings.Join(e.CallIDs, ", "))
+		}
+		fmt.Fprintf(p.w, "  answer in %s: %s\n", round(e.Duration), what)
+	case runner.EventApprovalAnswered:
+		verdict := "refused (" + e.Approval.Reason + ")"
+		if e.Approval.Approved {
+			verdict = "approved"
+		}
+		fmt.Fprintf(p.w, "  %s: %s\n", strings.ReplaceAll(e.Approval.Kind, "_", " "), verdict)
+	case runner.EventAction:
+		if e.Action.Error != "" {
+			fmt.Fprintf(p.w, "  %-40s FAILED after %s: %s\n", runner.Printable(e.Action.Summary), round(e.Duration), runner.Printable(e.Action.Error))
+			return
+		}
+		fmt.Fprintf(p.w, "  %-40s %s\n", runner.Printable(e.Action.Summary), round(e.Duration))
+	case runner.EventScreenshot:
+		img := e.Screenshot.Transform.Image
+		fmt.Fprintf(p.w, "  %-40s %s\n", fmt.Sprintf("screenshot %dx%d, %d KB", img.W, img.H, (e.Screenshot.Bytes+1023)/1024), round(e.Duration))
+	}
+}
+
+func round(d runner.Duration) time.Duration {
+	if time.Duration(d) < time.Millisecond {
+		return time.Duration(d).Round(time.Microsecond)
+	}
+	return time.Duration(d).Round(time.Millisecond)
+}

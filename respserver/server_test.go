@@ -1,0 +1,132 @@
+package respserver
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"image"
+	"image/png"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/agentd-dev/agentd/scaling"
+)
+
+func post(t *testing.T, url string, body any, auth bool) (int, map[string]any) {
+	t.Helper()
+	data, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, url+"responses", bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
+	if auth {
+		req.Header.Set("Authorization", "Bearer sk-test")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("status %d, body not JSON: %v", resp.StatusCode, err)
+	}
+	return resp.StatusCode, out
+}
+
+func dataURL(t *testing.T, w, h int) string {
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+var computer = []any{map[string]any{"type": "computer"}}
+
+func TestServerChecksRequests(t *testing.T) {
+	s, url := Start(
+		Turn{Actions: Call(`{"type":"screenshot"}`).Actions, SafetyChecks: []SafetyCheck{{ID: "sc_1", Code: "malicious_instructions"}}},
+		Turn{Message: "done", ExpectImage: scaling.Size{W: 8, H: 8}},
+	)
+	defer s.Close()
+
+	first := map[string]any{"model": "m", "input": "task", "tools": computer}
+	if code, _ := post(t, url, first, false); code != http.StatusUnauthorized {
+		t.Fatalf("no key: %d", code)
+	}
+	if code, body := post(t, url, map[string]any{"model": "m", "input": "task", "tools": []any{}}, true); code != 400 ||
+		!strings.Contains(body["error"].(map[string]any)["message"].(string), `{"type":"computer"}`) {
+		t.Fatalf("no computer tool: %d %v", code, body)
+	}
+	code, resp := post(t, url, first, true)
+	if code != 200 || resp["object"] != "response" || resp["status"] != "completed" || !strings.HasPrefix(resp["id"].(string), "resp_") {
+		t.Fatalf("first: %d %v", code, resp)
+	}
+	item := resp["output"].([]any)[0].(map[string]any)
+	callID := item["call_id"].(string)
+	if item["type"] != "computer_call" || !strings.HasPrefix(callID, "call_") || resp["usage"].(map[string]any)["total_tokens"].(float64) != 120 {
+		t.Fatalf("first output: %v", resp)
+	}
+
+	answer := func(prev, call string, acks []any, detail, img string) map[string]any {
+		return map[string]any{"model": "m", "tools": computer, "previous_response_id": prev, "input": []any{map[string]any{
+			"type": "computer_call_output", "call_id": call, "acknowledged_safety_checks": acks,
+			"output": map[string]any{"type": "computer_screenshot", "image_url": img, "detail": detail},
+		}}}
+	}
+	ack := []any{map[string]any{"id": "sc_1"}}
+	good := dataURL(t, 8, 8)
+	for name, tc := range map[string]struct {
+		body map[string]any
+		want string
+	}{
+		"wrong previous":   {answer("resp_other", callID, ack, "original", good), "previous_response_id"},
+		"unknown call":     {answer(resp["id"].(string), "call_x", ack, "original", good), "unknown call_id"},
+		"missing ack":      {answer(resp["id"].(string), callID, nil, "original", good), "acknowledged_safety_checks"},
+		"detail":           {answer(resp["id"].(string), callID, ack, "high", good), "detail"},
+		"not a PNG":        {answer(resp["id"].(string), callID, ack, "original", "data:image/png;base64,aGVsbG8="), "not a PNG"},
+		"wrong image size": {answer(resp["id"].(string), callID, ack, "original", dataURL(t, 9, 8)), "expects 8x8"},
+	} {
+		code, body := post(t, url, tc.body, true)
+		msg, _ := body["error"].(map[string]any)["message"].(string)
+		if code != 400 || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %d %q, want 400 naming %q", name, code, msg, tc.want)
+		}
+	}
+	if s.Served() != 1 {
+		t.Fatal("a bad request advanced the script")
+	}
+	code, resp2 := post(t, url, answer(resp["id"].(string), callID, ack, "original", good), true)
+	if code != 200 || resp2["previous_response_id"] != resp["id"] {
+		t.Fatalf("good answer: %d %v", code, resp2)
+	}
+	if code, _ := post(t, url, first, true); code != 400 {
+		t.Fatalf("after the script: %d", code)
+	}
+	if got := len(s.Violations()); got != 9 || s.Err() == nil {
+		t.Fatalf("%d violations: %v", got, s.Violations())
+	}
+	if s.Attempts(1) != 7 {
+		t.Fatalf("attempts(1) = %d", s.Attempts(1))
+	}
+}
+
+func TestServerFailureInjection(t *testing.T) {
+	s, url := Start(Turn{Message: "hi", Fail500: 1, NoUsage: true})
+	defer s.Close()
+	body := map[string]any{"model": "m", "input": "task", "tools": computer}
+	if code, resp := post(t, url, body, true); code != 500 || resp["error"] == nil {
+		t.Fatalf("first attempt: %d %v", code, resp)
+	}
+	code, resp := post(t, url, body, true)
+	if code != 200 || resp["usage"] != nil {
+		t.Fatalf("second attempt: %d %v", code, resp)
+	}
+	if s.Err() != nil {
+		t.Fatal(s.Err())
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 || reqs[0].Status != 500 || reqs[1].Attempt != 2 || reqs[1].ResponseID == "" {
+		t.Fatalf("requests = %+v", reqs)
+	}
+}

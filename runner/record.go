@@ -1,0 +1,137 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Record writes a run record: a folder holding events.jsonl (one JSON object
+// per line: requests, responses, approvals, actions, screenshots,
+// diagnostics, the end) and every screenshot sent to the model as
+// step-NNN.png, so a user can see exactly what happened. It only writes what
+// it is given; credentials never reach it.
+//
+// Use Event as RunOptions.OnEvent and Diagnostic as RunOptions.OnDiagnostic.
+// Writing errors do not disturb the run; Finish reports the first one.
+type Record struct {
+	dir string
+
+	mu    sync.Mutex
+	f     *os.File
+	err   error
+	shots map[int]int // screenshots written per step
+}
+
+// CreateRecord creates dir (and its parents) and starts its events.jsonl. It
+// refuses a folder that already holds a record.
+func CreateRecord(dir string) (*Record, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run record: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("run record: %w", err)
+	}
+	return &Record{dir: dir, f: f, shots: map[int]int{}}, nil
+}
+
+// Dir is the record's folder.
+func (r *Record) Dir() string { return r.dir }
+
+// Event records ev; a screenshot's PNG goes to its own file, named in the
+// line.
+func (r *Record) Event(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := ev.Screenshot; s != nil && len(s.PNG) > 0 {
+		shot := *s // the caller's event stays as it was
+		r.shots[ev.Step]++
+		shot.File = fmt.Sprintf("step-%03d.png", ev.Step)
+		if n := r.shots[ev.Step]; n > 1 {
+			shot.File = fmt.Sprintf("step-%03d-%d.png", ev.Step, n)
+		}
+		if err := os.WriteFile(filepath.Join(r.dir, shot.File), shot.PNG, 0o644); err != nil {
+			r.keep(fmt.Errorf("run record: %w", err))
+			shot.File = ""
+		}
+		ev.Screenshot = &shot
+	}
+	r.line(ev)
+}
+
+// Diagnostic records a diagnostic record.
+func (r *Record) Diagnostic(d Diagnostic) {
+	r.Note("diagnostic", d)
+}
+
+// Note records a line of the caller's own, such as the task and model at the
+// start: {"kind": kind, "time": ..., "data": data}.
+func (r *Record) Note(kind string, data any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.line(struct {
+		Kind string    `json:"kind"`
+		Time time.Time `json:"time"`
+		Data any       `json:"data"`
+	}{kind, time.Now(), data})
+}
+
+// end is the last line of a record.
+type end struct {
+	Kind             string    `json:"kind"` // "end"
+	Time             time.Time `json:"time"`
+	OK               bool      `json:"ok"`
+	FinalMessage     string    `json:"final_message,omitempty"`
+	Error            string    `json:"error,omitempty"`
+	ResponseID       string    `json:"response_id,omitempty"`
+	Steps            int       `json:"steps"`
+	AttemptedCallIDs []string  `json:"attempted_call_ids,omitempty"`
+	CompletedCallIDs []string  `json:"completed_call_ids"`
+	Usage            Totals    `json:"usage"`
+	Duration         Duration  `json:"duration,omitempty"`
+}
+
+// Finish records how the run ended (its result or its error), closes the
+// record and returns the first error met while writing it.
+func (r *Record) Finish(res *RunResult, runErr error) error {
+	e := end{Kind: "end", Time: time.Now()}
+	var re *RunError
+	switch {
+	case runErr != nil:
+		e.Error = runErr.Error()
+		if errors.As(runErr, &re) {
+			e.ResponseID, e.Steps, e.Usage = re.ResponseID, re.Steps, re.Usage
+			e.AttemptedCallIDs, e.CompletedCallIDs = re.AttemptedCallIDs, re.CompletedCallIDs
+		}
+	case res != nil:
+		e.OK, e.FinalMessage, e.ResponseID, e.Steps = true, res.FinalMessage, res.ResponseID, res.Steps
+		e.CompletedCallIDs, e.Usage, e.Duration = res.CompletedCallIDs, res.Usage, Duration(res.Duration)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.line(e)
+	r.keep(r.f.Close())
+	return r.err
+}
+
+// line writes one JSON line. It runs under r.mu.
+func (r *Record) line(v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		r.keep(fmt.Errorf("run record: encode: %w", err))
+		return
+	}
+	_, err = r.f.Write(append(data, '\n'))
+	r.keep(err)
+}
+
+func (r *Record) keep(err error) {
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+}

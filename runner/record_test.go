@@ -1,0 +1,177 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/respserver"
+)
+
+func TestRecord(t *testing.T) {
+	ts, _, d := setup(t,
+		respserver.Call(shot),
+		respserver.Turn{Actions: respserver.Call(`{"type":"type","text":"my password"}`).Actions, SafetyChecks: []respserver.SafetyCheck{{ID: "sc_1", Code: "sensitive_domain"}}},
+		respserver.Final("ok"))
+	dir := filepath.Join(t.TempDir(), "runs", "r1")
+	rec, err := CreateRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Note("start", map[string]string{"task": "type it"})
+	o := opts(CallOptions{
+		OnEvent:             rec.Event,
+		ApproveSafetyChecks: func(context.Context, CallInfo, []SafetyCheck) (any, error) { return true, nil },
+	})
+	o.OnDiagnostic = rec.Diagnostic
+	res, err := ts.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Finish(res, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"step-001.png", "step-002.png"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(data, d.png) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("my password")) || bytes.Contains(data, []byte(testKey)) || bytes.Contains(data, []byte("iVBOR")) {
+		t.Fatalf("the record holds typed text, the key or an inline image:\n%s", data)
+	}
+	var kinds []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var line struct {
+			Kind       string `json:"kind"`
+			Screenshot *struct {
+				File string `json:"file"`
+			} `json:"screenshot"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Screenshot != nil && line.Screenshot.File == "" {
+			t.Fatal("a screenshot line does not name its file")
+		}
+		kinds = append(kinds, line.Kind)
+	}
+	got := strings.Join(kinds, " ")
+	want := "start request diagnostic response screenshot request diagnostic response approval_asked approval_answered action screenshot request diagnostic response final end"
+	if got != want {
+		t.Fatalf("lines:\n%s\nwant\n%s", got, want)
+	}
+	if _, err := CreateRecord(dir); err == nil {
+		t.Fatal("a second record was written into the same folder")
+	}
+}
+
+func TestRecordFinishWithError(t *testing.T) {
+	dir := t.TempDir()
+	rec, err := CreateRecord(filepath.Join(dir, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := &RunError{Err: errors.New("boom"), AttemptedCallIDs: []string{"call_a"}}
+	if err := rec.Finish(nil, runErr); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "r", "events.jsonl"))
+	var end map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(data), &end); err != nil {
+		t.Fatal(err)
+	}
+	if end["ok"] != false || !strings.Contains(end["error"].(string), "boom") || end["attempted_call_ids"] == nil {
+		t.Fatalf("end = %v", end)
+	}
+}
+
+func TestTerminalApprover(t *testing.T) {
+	call := CallInfo{CallID: "call_1", Actions: []actions.Action{{Type: actions.TypeText, Text: "secret"}}}
+	checks := []SafetyCheck{{ID: "sc", Code: "malicious_instructions", Message: "evil \x1b]0;title\x07 text"}}
+	ask := func(input string, ctx context.Context) (any, error, string) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		out := &syncBuffer{}
+		p := &TerminalApprover{in: r, out: out, interactive: true}
+		go func() {
+			// Answer only once the question is out.
+			for !strings.Contains(out.String(), "[y/N]") && ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+			_, _ = io.WriteString(w, input)
+			if input != "" {
+				return
+			}
+			w.Close()
+		}()
+		v, err := p.ApproveSafetyChecks(ctx, call, checks)
+		w.Close()
+		return v, err, out.String()
+	}
+	if v, err, out := ask("y\n", context.Background()); v != true || err != nil {
+		t.Fatalf("y: %v %v", v, err)
+	} else if strings.Contains(out, "\x1b") || strings.Contains(out, "secret") || !strings.Contains(out, "type 6 chars") {
+		t.Fatalf("question = %q", out)
+	}
+	for _, in := range []string{"n\n", "\n", "yep\n"} {
+		if v, err, _ := ask(in, context.Background()); v == true || err != nil {
+			t.Fatalf("%q: %v %v", in, v, err)
+		}
+	}
+	if v, err, _ := ask("", context.Background()); v == true || err == nil {
+		t.Fatalf("end of input: %v %v", v, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if v, err, _ := ask("y\n", ctx); v == true || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v %v", v, err)
+	}
+
+	// Not a terminal: refused without asking.
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out bytes.Buffer
+	if v, err := NewTerminalApprover(f, &out).ApproveSafetyChecks(context.Background(), call, checks); v == true || !errors.Is(err, ErrNoTerminal) || out.Len() != 0 {
+		t.Fatalf("/dev/null: %v %v %q", v, err, out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
