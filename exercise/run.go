@@ -1,0 +1,265 @@
+package exercise
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/local"
+	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// RunConfig configures Run.
+type RunConfig struct {
+	// Out receives progress and the report.
+	Out io.Writer
+	// RecordDir is where the run record folder is created; default "runs".
+	RecordDir string
+	// AgentdPath is the agentd binary (see local.Config.AgentdPath).
+	AgentdPath string
+}
+
+// Report is what an exercise run did and found.
+type Report struct {
+	Steps        int
+	Actions      int
+	StepTimes    []time.Duration
+	Usage        runner.Totals
+	RecordDir    string
+	GuestUp      time.Duration // guest up → healthy
+	RunTime      time.Duration // the runner's run alone
+	Total        time.Duration // up → verified → down
+	BeforeAction int           // actions BeforeAction approved
+}
+
+// Run starts a local exercise guest, lets the scripted model drive it
+// through the real runner and SDK, verifies the results on the desktop and
+// tears the guest down. A mismatch is an error that says what differed.
+func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
+	start := time.Now()
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	if cfg.RecordDir == "" {
+		cfg.RecordDir = "runs"
+	}
+	rep := &Report{}
+
+	root, err := local.StateRoot()
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(root, "exercise-")
+	if err != nil {
+		return nil, fmt.Errorf("exercise: %w", err)
+	}
+	defer os.RemoveAll(work)
+	desk, err := Prepare(Config{Dir: filepath.Join(work, "desktop")})
+	if err != nil {
+		return nil, err
+	}
+	defer desk.Close()
+
+	fmt.Fprintf(out, "starting the exercise desktop (Xvfb, openbox, Firefox ESR, mousepad, agentd)…\n")
+	lcfg := local.Config{StateDir: filepath.Join(work, "guest"), AgentdPath: cfg.AgentdPath}
+	desk.Configure(&lcfg)
+	g, err := local.Up(ctx, lcfg)
+	if err != nil {
+		return nil, fmt.Errorf("exercise: guest up: %w", err)
+	}
+	rep.GuestUp = time.Since(start)
+	defer func() {
+		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := g.Down(downCtx); err != nil {
+			fmt.Fprintf(out, "warning: guest down: %v\n", err)
+		}
+	}()
+	fmt.Fprintf(out, "guest up on display %s, agentd at %s (%s)\n", g.Display, g.Addr, rep.GuestUp.Round(time.Millisecond))
+
+	runErr := drive(ctx, g, out, cfg, rep)
+	if runErr != nil {
+		return rep, runErr
+	}
+	if err := Verify(desk); err != nil {
+		return rep, err
+	}
+	rep.Total = time.Since(start)
+	return rep, nil
+}
+
+// drive runs the scripted model against the guest through the runner.
+func drive(ctx context.Context, g *local.Guest, out io.Writer, cfg RunConfig, rep *Report) error {
+	token, err := os.ReadFile(g.TokenFile)
+	if err != nil {
+		return fmt.Errorf("exercise: token: %w", err)
+	}
+	client, err := guest.Dial(ctx, g.Addr, strings.TrimSpace(string(token)))
+	if err != nil {
+		return fmt.Errorf("exercise: %w", err)
+	}
+	defer client.Close()
+	client.SetView(wire.View{Width: ModelView.Width, Height: ModelView.Height, Fit: true})
+
+	turns, err := Script()
+	if err != nil {
+		return err
+	}
+	model, baseURL := respserver.Start(turns...)
+	defer model.Close()
+	// The real SDK, pointed at the scripted model: no API key is needed,
+	// but the SDK insists on one, so it gets a placeholder.
+	api := openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey("no-key-needed"))
+
+	record, err := runner.CreateRecord(filepath.Join(cfg.RecordDir, time.Now().Format("20060102-150405")+"-exercise"))
+	if err != nil {
+		return err
+	}
+	rep.RecordDir = record.Dir()
+
+	var mu sync.Mutex
+	stepStart := map[int]time.Time{}
+	toolset := runner.New(api, client, runner.WithName("exercise"))
+	defer toolset.Close()
+	res, runErr := toolset.Run(ctx, runner.RunOptions{
+		Model:    "computer-use-exercise",
+		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile, then note it in the editor and save.",
+		MaxSteps: len(turns) + 1,
+		CallOptions: runner.CallOptions{
+			ApproveSafetyChecks: func(_ context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
+				// Approve exactly the check this exercise expects, nothing else.
+				ok := len(checks) == 1 && checks[0].ID == SubmitCheck.ID && checks[0].Code == SubmitCheck.Code
+				fmt.Fprintf(out, "  safety check %s (%s) on %s: approved=%v\n", checks[0].ID, checks[0].Code, call.CallID, ok)
+				return ok, nil
+			},
+			BeforeAction: func(_ context.Context, a runner.ActionInfo) (any, error) {
+				what := a.Action.String()
+				if a.IsFinalScreenshot {
+					what = "final screenshot"
+				}
+				mu.Lock()
+				rep.BeforeAction++
+				mu.Unlock()
+				fmt.Fprintf(out, "  before_action %s #%d: %s → approved\n", a.CallID, a.Index, what)
+				return true, nil
+			},
+			OnEvent: func(ev runner.Event) {
+				record.Event(ev)
+				mu.Lock()
+				defer mu.Unlock()
+				switch ev.Kind {
+				case runner.EventRequest:
+					stepStart[ev.Step] = ev.Time
+					fmt.Fprintf(out, "step %d/%d\n", ev.Step, ev.MaxSteps)
+				case runner.EventAction:
+					rep.Actions++
+				case runner.EventScreenshot:
+					if s := ev.Screenshot; s != nil {
+						fmt.Fprintf(out, "  screenshot %d×%d, %d bytes\n", s.Transform.Image.W, s.Transform.Image.H, s.Bytes)
+					}
+				case runner.EventResponse:
+					if t, ok := stepStart[ev.Step]; ok {
+						rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(t))
+					}
+				case runner.EventFinal:
+					fmt.Fprintf(out, "final message: %s\n", ev.Message)
+				}
+			},
+		},
+		OnDiagnostic: record.Diagnostic,
+	})
+	if err := record.Finish(res, runErr); err != nil {
+		fmt.Fprintf(out, "warning: run record: %v\n", err)
+	}
+	if runErr != nil {
+		return fmt.Errorf("exercise: run: %w", runErr)
+	}
+	rep.Steps, rep.Usage, rep.RunTime = res.Steps, res.Usage, res.Duration
+	if err := model.Err(); err != nil {
+		return fmt.Errorf("exercise: the model server saw a bad request: %w", err)
+	}
+	return checkAcknowledged(model)
+}
+
+// checkAcknowledged proves the approval reached the API: the request after
+// the call with the safety check acknowledged exactly that check.
+func checkAcknowledged(model *respserver.Server) error {
+	for _, r := range model.Requests() {
+		if r.Status == 200 && bytes.Contains(r.Body, []byte(`"acknowledged_safety_checks"`)) &&
+			bytes.Contains(r.Body, []byte(SubmitCheck.ID)) {
+			return nil
+		}
+	}
+	return errors.New("exercise: no request acknowledged the submit safety check")
+}
+
+// Verify checks the real results: exactly one record with the typed values,
+// and the note saved byte for byte.
+func Verify(d *Desktop) error {
+	var problems []string
+	recs, err := d.Record.Records()
+	if err != nil {
+		return fmt.Errorf("exercise: read records: %w", err)
+	}
+	if len(recs) != 1 {
+		problems = append(problems, fmt.Sprintf("want exactly 1 record, found %d", len(recs)))
+	} else {
+		r := recs[0]
+		if r.Name != PickupName {
+			problems = append(problems, fmt.Sprintf("record name %q, want %q", r.Name, PickupName))
+		}
+		if r.Date != PickupDate {
+			problems = append(problems, fmt.Sprintf("record date %q, want %q", r.Date, PickupDate))
+		}
+		if r.Slot != PickupSlot {
+			problems = append(problems, fmt.Sprintf("record slot %q, want %q", r.Slot, PickupSlot))
+		}
+		if !r.Fragile {
+			problems = append(problems, "record is not marked fragile")
+		}
+	}
+	note, err := os.ReadFile(d.NoteFile)
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("read the saved note: %v", err))
+	} else if string(note) != NoteText {
+		problems = append(problems, fmt.Sprintf("saved note is %q, want %q", note, NoteText))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("exercise: the desktop does not show what the model did:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// Print writes the report.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "\nexercise passed: the record and the saved note match what the model typed\n")
+	fmt.Fprintf(w, "  steps            %d (API requests), %d actions, %d before_action approvals\n", r.Steps, r.Actions, r.BeforeAction)
+	var parts []string
+	for i, d := range r.StepTimes {
+		parts = append(parts, fmt.Sprintf("%d: %s", i+1, d.Round(time.Millisecond)))
+	}
+	fmt.Fprintf(w, "  time per step    %s\n", strings.Join(parts, ", "))
+	tokens := fmt.Sprintf("%d input + %d output = %d total over %d requests", r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.TotalTokens, r.Usage.Requests)
+	if r.Usage.Incomplete {
+		tokens += " (incomplete: a response lacked usage)"
+	}
+	fmt.Fprintf(w, "  tokens           %s\n", tokens)
+	fmt.Fprintf(w, "  guest up         %s\n", r.GuestUp.Round(time.Millisecond))
+	fmt.Fprintf(w, "  run              %s\n", r.RunTime.Round(time.Millisecond))
+	fmt.Fprintf(w, "  total            %s (guest up → verified → down)\n", r.Total.Round(time.Millisecond))
+	fmt.Fprintf(w, "  run record       %s\n", r.RecordDir)
+}

@@ -1,0 +1,92 @@
+package exercise
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/scaling"
+)
+
+// The values the scripted model enters; Verify checks the desktop for them.
+const (
+	PickupName = "Zoë Ñúñez-Łukasz"
+	PickupDate = "2025-03-14"
+	PickupSlot = "Afternoon"
+	// NoteText is typed into the editor and must be saved byte for byte.
+	NoteText = "Pickup booked for Zoë Ñúñez-Łukasz.\nSlot: Afternoon, fragile ✓\nThanks — the agentd exercise\n"
+)
+
+// ModelView is what the scripted model sees: the 1440×900 screen fitted
+// into 1280×800, so every coordinate goes through the scaling path.
+var ModelView = struct{ Width, Height int }{1280, 800}
+
+// SubmitCheck is the pending safety check on the call that submits the form.
+var SubmitCheck = respserver.SafetyCheck{
+	ID:      "sc_exercise_submit",
+	Code:    "confirm_submission",
+	Message: "The model is about to submit a form that books a pickup.",
+}
+
+// Script is the scripted model: its turns, in order, with coordinates in
+// the image space of ModelView.
+func Script() ([]respserver.Turn, error) {
+	t, err := scaling.New(scaling.Size{W: ScreenWidth, H: ScreenHeight}, nil, ModelView.Width, ModelView.Height, true)
+	if err != nil {
+		return nil, err
+	}
+	var firstErr error
+	// at maps a screen point of the layout to the model's image.
+	at := func(sx, sy int) (int, int) {
+		x, y, err := t.ToImage(sx, sy)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		return x, y
+	}
+	click := func(sx, sy int) string {
+		x, y := at(sx, sy)
+		return mustJSON(map[string]any{"type": "click", "button": "left", "x": x, "y": y})
+	}
+	typ := func(text string) string { return mustJSON(map[string]any{"type": "type", "text": text}) }
+	keys := func(k ...string) string { return mustJSON(map[string]any{"type": "keypress", "keys": k}) }
+	wait := `{"type":"wait"}`
+	image := scaling.Size{W: t.Image.W, H: t.Image.H}
+
+	turns := []respserver.Turn{
+		// Look first, as models do.
+		respserver.Call(`{"type":"screenshot"}`),
+		// Fill the form.
+		respserver.Call(
+			click(NameFieldX, NameFieldY), typ(PickupName),
+			click(DateFieldX, DateFieldY), typ(PickupDate),
+			click(SlotOptionX, SlotAfternoonY),
+			click(FragileX, FragileY),
+		),
+		// Submitting books a pickup: the model's call carries a safety check.
+		func() respserver.Turn {
+			turn := respserver.Call(click(SubmitX, SubmitY), wait)
+			turn.SafetyChecks = []respserver.SafetyCheck{SubmitCheck}
+			return turn
+		}(),
+		// Switch to the editor; the window manager moves the focus
+		// asynchronously, so wait before typing.
+		respserver.Call(click(EditorTextX, EditorTextY), wait, typ(NoteText), keys("CTRL", "S"), wait),
+		respserver.Final("The pickup is booked and the note is saved."),
+	}
+	for i := 1; i < len(turns); i++ {
+		turns[i].ExpectImage = image
+	}
+	if firstErr != nil {
+		return nil, fmt.Errorf("exercise script: %w", firstErr)
+	}
+	return turns, nil
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only maps of strings and numbers are marshalled
+	}
+	return string(b)
+}
