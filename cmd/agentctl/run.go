@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/wire"
 )
 
 func init() { register("run", "run a task on a guest with the OpenAI computer tool", runRun) }
@@ -25,6 +26,7 @@ func init() { register("run", "run a task on a guest with the OpenAI computer to
 // guestConn is what run needs of a guest connection.
 type guestConn interface {
 	runner.Driver
+	SetView(wire.View)
 	Close() error
 }
 
@@ -45,8 +47,9 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	model := fs.String("model", "gpt-5.4", "model to run the computer tool with")
 	maxSteps := fs.Int("max-steps", runner.DefaultMaxSteps, "most API requests the run may send")
 	recordDir := fs.String("record-dir", "runs", "folder under which each run writes its record, <timestamp>-<id>/")
+	viewSize := fs.String("view", "1280x800", "the model sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR [--token-file F] [--model M] [--max-steps N] [--record-dir D] "task"
+		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR [--token-file F] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
 Uses OPENAI_API_KEY, and OPENAI_BASE_URL when set. Pending safety checks are
@@ -70,6 +73,10 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 	case os.Getenv("OPENAI_API_KEY") == "":
 		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
 	}
+	view, err := parseView(*viewSize, "", true)
+	if err != nil {
+		return err
+	}
 	token, err := g.token()
 	if err != nil {
 		return err
@@ -79,6 +86,7 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 	if err != nil {
 		return err
 	}
+	conn.SetView(view)
 	// Closing the connection ends this controller's session; it does not
 	// stop the guest.
 	defer conn.Close()

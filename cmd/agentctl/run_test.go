@@ -33,6 +33,13 @@ type desktop struct {
 	actions []actions.Action
 	shots   int
 	closed  bool
+	view    wire.View
+}
+
+func (d *desktop) SetView(v wire.View) {
+	d.mu.Lock()
+	d.view = v
+	d.mu.Unlock()
 }
 
 func newDesktop(t *testing.T) *desktop {
@@ -124,6 +131,9 @@ func TestRunCommand(t *testing.T) {
 	}
 	if !d.closed {
 		t.Error("the guest connection was not closed")
+	}
+	if d.view != (wire.View{Width: 1280, Height: 800, Fit: true}) {
+		t.Errorf("view %+v, want the default fit within 1280×800", d.view)
 	}
 
 	runs, _ := os.ReadDir(dir)
