@@ -201,9 +201,19 @@ func checkSandboxed(t *testing.T, desk *Desktop) {
 			continue
 		}
 		tabs++
-		status, _ := os.ReadFile(filepath.Join("/proc", pid, "status"))
-		if !bytes.Contains(status, []byte("\nSeccomp:\t2\n")) {
-			t.Errorf("content process %s has no seccomp filter:\n%s", pid, status)
+		// Firefox keeps a spare content process that sandboxes itself as it
+		// finishes starting, so a process seen early gets a few seconds.
+		var status []byte
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var err error
+			status, err = os.ReadFile(filepath.Join("/proc", pid, "status"))
+			if err != nil || bytes.Contains(status, []byte("\nSeccomp:\t2\n")) {
+				break // gone, or sandboxed
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("content process %s has no seccomp filter:\n%s", pid, status)
+				break
+			}
 		}
 	}
 	if tabs == 0 {
