@@ -339,6 +339,15 @@ func (e *Executor) typeText(ctx context.Context, text string) error {
 	// A line break is one Return, however the text spells it.
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	total := len([]rune(text))
+	// All the characters the layout lacks are bound before the first key
+	// event, in one keyboard mapping change the applications have caught
+	// up with, instead of one change per character between key events.
+	if err := e.in.PrepareText(ctx, text); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("cancelled after 0 of %d characters: %w", total, err)
+		}
+		return fmt.Errorf("prepare the keyboard: %w", err)
+	}
 	n := 0
 	for _, r := range text {
 		if err := ctx.Err(); err != nil {

@@ -117,7 +117,7 @@ func TestExecutorCallOrder(t *testing.T) {
 		{
 			name:   "type with line breaks and tab",
 			action: Action{Type: TypeText, Text: "é\r\nb\tc\r"},
-			want: []string{"TypeRune('é')", `TypeRune('\n')`, "TypeRune('b')", `TypeRune('\t')`,
+			want: []string{`PrepareText("é\nb\tc\r")`, "TypeRune('é')", `TypeRune('\n')`, "TypeRune('b')", `TypeRune('\t')`,
 				"TypeRune('c')", `TypeRune('\r')`},
 		},
 		{
@@ -291,7 +291,7 @@ func TestCancelMidType(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	in.OnCall(func(n int, c Call) {
-		if n == 3 {
+		if n == 4 { // PrepareText and 3 characters
 			cancel()
 		}
 	})
@@ -299,8 +299,40 @@ func TestCancelMidType(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "after 3 of 6 characters") {
 		t.Fatalf("err = %v, want cancelled after 3 of 6", err)
 	}
-	if got := len(in.Calls()); got != 3 {
-		t.Errorf("%d calls, want 3", got)
+	if got := len(in.Calls()); got != 4 {
+		t.Errorf("%d calls, want 4", got)
+	}
+}
+
+// TestCancelWhilePreparingType: a cancel during PrepareText (its wait for
+// the applications) types nothing.
+func TestCancelWhilePreparingType(t *testing.T) {
+	ex, in, _ := newTestExecutor(ExecOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in.OnCall(func(n int, c Call) {
+		if c.Op == "PrepareText" {
+			cancel()
+		}
+	})
+	_, err := ex.Do(ctx, Action{Type: TypeText, Text: "ab"})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "after 0 of 2 characters") {
+		t.Fatalf("err = %v, want cancelled after 0 of 2", err)
+	}
+	if got, want := in.Strings(), []string{`PrepareText("ab")`}; !reflect.DeepEqual(got, want) {
+		t.Errorf("calls = %q, want %q", got, want)
+	}
+}
+
+func TestPrepareFailureTypesNothing(t *testing.T) {
+	ex, in, _ := newTestExecutor(ExecOptions{})
+	in.FailAt(1, nil)
+	_, err := ex.Do(context.Background(), Action{Type: TypeText, Text: "ab"})
+	if !errors.Is(err, ErrFakeFailure) || !strings.Contains(err.Error(), "prepare the keyboard") {
+		t.Fatalf("err = %v, want the prepare failure", err)
+	}
+	if got := len(in.Calls()); got != 1 {
+		t.Errorf("%d calls, want 1", got)
 	}
 }
 
@@ -474,9 +506,10 @@ func TestFakeInputRecordsAndFails(t *testing.T) {
 	}
 	_ = in.ButtonDown(Back)
 	_ = in.Wheel(-1, 2)
+	_ = in.PrepareText(context.Background(), "x")
 	_ = in.TypeRune('x')
 	_ = in.Close()
-	want := []string{"ScreenSize", "MoveTo(1,2)", "KeyDown(a)", "ButtonDown(back)", "Wheel(-1,2)", "TypeRune('x')", "Close"}
+	want := []string{"ScreenSize", "MoveTo(1,2)", "KeyDown(a)", "ButtonDown(back)", "Wheel(-1,2)", `PrepareText("x")`, "TypeRune('x')", "Close"}
 	if got := in.Strings(); !reflect.DeepEqual(got, want) {
 		t.Errorf("calls:\n got %q\nwant %q", got, want)
 	}

@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -19,7 +20,10 @@ type Input interface {
 	// MoveTo puts the pointer at (x, y) at once (no smooth movement).
 	MoveTo(x, y int) error
 	// ButtonDown and ButtonUp press and release a mouse button: X buttons
-	// 1 (left), 2 (middle), 3 (right), 8 (back), 9 (forward).
+	// 1 (left), 2 (middle), 3 (right), 8 (back), 9 (forward). ButtonUp
+	// returns once the release has taken effect: a window manager's
+	// click-to-focus binding can hold the pointer frozen after a press, and
+	// key events or pointer moves sent meanwhile would overtake the click.
 	ButtonDown(b Button) error
 	ButtonUp(b Button) error
 	// Wheel turns the wheel by whole steps: +y is down (X button 5), -y up
@@ -28,6 +32,13 @@ type Input interface {
 	// KeyDown and KeyUp press and release the key that produces k.Keysym.
 	KeyDown(k Key) error
 	KeyUp(k Key) error
+	// PrepareText readies the keyboard for typing text with TypeRune, one
+	// rune after the other: characters the keyboard layout lacks are added
+	// to it at once (as many as it has room for), and if that changed the
+	// layout it waits until the applications have caught up, or ctx ends.
+	// Typing without it works, with one layout change per missing
+	// character.
+	PrepareText(ctx context.Context, text string) error
 	// TypeRune types one character of text: '\n' and '\r' are Return, '\t'
 	// is Tab, any other rune is typed as that character whatever the
 	// keyboard layout.
@@ -43,10 +54,11 @@ type Call struct {
 	Button Button // ButtonDown, ButtonUp
 	Key    string // KeyDown, KeyUp: the keysym name
 	Rune   rune   // TypeRune
+	Text   string // PrepareText
 }
 
 // String is a compact form for table tests, e.g. "MoveTo(3,4)",
-// "KeyDown(Control_L)", "TypeRune('é')".
+// "KeyDown(Control_L)", "PrepareText("né")", "TypeRune('é')".
 func (c Call) String() string {
 	switch c.Op {
 	case "MoveTo", "Wheel":
@@ -57,6 +69,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("%s(%s)", c.Op, c.Key)
 	case "TypeRune":
 		return fmt.Sprintf("%s(%q)", c.Op, c.Rune)
+	case "PrepareText":
+		return fmt.Sprintf("%s(%q)", c.Op, c.Text)
 	}
 	return c.Op
 }
@@ -200,6 +214,15 @@ func (f *FakeInput) KeyDown(k Key) error { return f.record(Call{Op: "KeyDown", K
 
 // KeyUp implements Input.
 func (f *FakeInput) KeyUp(k Key) error { return f.record(Call{Op: "KeyUp", Key: k.Keysym}) }
+
+// PrepareText implements Input. It fails with ctx's error if ctx has
+// ended, after recording the call.
+func (f *FakeInput) PrepareText(ctx context.Context, text string) error {
+	if err := f.record(Call{Op: "PrepareText", Text: text}); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
 
 // TypeRune implements Input.
 func (f *FakeInput) TypeRune(r rune) error { return f.record(Call{Op: "TypeRune", Rune: r}) }

@@ -77,27 +77,118 @@ static int agentd_screen_size(Display *d, int *w, int *h) {
 	return 1;
 }
 
-// agentd_bind maps keycode to sym on both shift levels (so Shift or a held
-// modifier cannot change what it types), or to nothing when sym is 0.
-static void agentd_bind(Display *d, int keycode, int per, KeySym sym) {
-	KeySym row[per];
-	for (int i = 0; i < per; i++) {
-		row[i] = NoSymbol;
+// agentd_buttons_down reports which of the buttons in mask the server has
+// down. A release sent while another client holds the pointer frozen (a
+// synchronous passive grab, such as a window manager's click-to-focus
+// binding) is queued, and the button stays down until the grab lets it
+// through.
+static unsigned int agentd_buttons_down(Display *d, unsigned int mask) {
+	Window root, child;
+	int rx, ry, wx, wy;
+	unsigned int m = 0;
+	if (!XQueryPointer(d, DefaultRootWindow(d), &root, &child, &rx, &ry, &wx, &wy, &m)) {
+		return 0;
 	}
-	if (per > 1) {
-		row[1] = sym;
+	return m & mask;
+}
+
+// agentd_set_rows replaces the mapping of n keycodes from first with syms
+// (per keysyms each): one request, so one MappingNotify.
+static void agentd_set_rows(Display *d, int first, int per, KeySym *syms, int n) {
+	XChangeKeyboardMapping(d, first, per, syms, n);
+}
+
+// agentd_ping_focus asks the client owning the focused top-level window to
+// answer a _NET_WM_PING (EWMH): its answer shows that it has read every
+// event the server sent it before, MappingNotify included. It returns the
+// window pinged, or 0 when the focus is on no window that takes pings.
+// The answer comes to the root window: this connection selects
+// SubstructureNotify on it until agentd_ping_done.
+static Window agentd_ping_focus(Display *d, long token) {
+	Window focus, root = DefaultRootWindow(d);
+	int revert;
+	XGetInputFocus(d, &focus, &revert);
+	Atom protocols = XInternAtom(d, "WM_PROTOCOLS", False);
+	Atom ping = XInternAtom(d, "_NET_WM_PING", False);
+	Window target = 0;
+	for (Window w = focus; w != None && w != PointerRoot && w != root && target == 0;) {
+		Atom *protos = NULL;
+		int n = 0;
+		if (XGetWMProtocols(d, w, &protos, &n)) {
+			for (int i = 0; i < n; i++) {
+				if (protos[i] == ping) {
+					target = w;
+				}
+			}
+			XFree(protos);
+		}
+		Window r, parent, *children = NULL;
+		unsigned int nchildren;
+		if (!XQueryTree(d, w, &r, &parent, &children, &nchildren)) {
+			break;
+		}
+		if (children) {
+			XFree(children);
+		}
+		w = parent;
 	}
-	row[0] = sym;
-	XChangeKeyboardMapping(d, keycode, per, row, 1);
+	if (target == 0) {
+		return 0;
+	}
+	XSelectInput(d, root, SubstructureNotifyMask);
+	XEvent ev = {0};
+	ev.xclient.type = ClientMessage;
+	ev.xclient.window = target;
+	ev.xclient.message_type = protocols;
+	ev.xclient.format = 32;
+	ev.xclient.data.l[0] = ping;
+	ev.xclient.data.l[1] = token;
+	ev.xclient.data.l[2] = target;
+	XSendEvent(d, target, False, NoEventMask, &ev);
+	XFlush(d);
+	return target;
+}
+
+// agentd_ping_answered reports whether the answer to the ping of target
+// with token has come, reading what the server sent so far.
+static int agentd_ping_answered(Display *d, Window target, long token) {
+	Atom protocols = XInternAtom(d, "WM_PROTOCOLS", True);
+	Atom ping = XInternAtom(d, "_NET_WM_PING", True);
+	XEvent ev;
+	XSync(d, False);
+	while (XCheckTypedEvent(d, ClientMessage, &ev)) {
+		if (ev.xclient.message_type == protocols && ev.xclient.format == 32 &&
+		    (Atom)ev.xclient.data.l[0] == ping && ev.xclient.data.l[1] == token &&
+		    (Window)ev.xclient.data.l[2] == target) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static Bool agentd_not_mapping(Display *d, XEvent *ev, XPointer arg) {
+	return ev->type != MappingNotify;
+}
+
+// agentd_ping_done stops listening on the root window and drops what that
+// brought, keeping MappingNotify events for agentd_mapping_changed.
+static void agentd_ping_done(Display *d) {
+	XEvent ev;
+	XSelectInput(d, DefaultRootWindow(d), NoEventMask);
+	XSync(d, False);
+	while (XCheckIfEvent(d, &ev, agentd_not_mapping, NULL)) {
+	}
 }
 */
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -124,6 +215,38 @@ var errInputClosed = errors.New("input is closed")
 // characters per second), ordinary text never waits.
 const rebindAfter = 200 * time.Millisecond
 
+// keymapCatchUp bounds the wait after a keyboard mapping change for the
+// application with the keyboard focus to show that it has read the change:
+// it answers a _NET_WM_PING sent after the change, and X delivers a
+// client's events in order, so by then it has seen the MappingNotify. An
+// XSync only shows that the server has made the change, not that anyone
+// has read it. Firefox ESR answered in 4–90 ms (median about 15) on a
+// loaded 2-core machine; 250 ms leaves room for a busy app and bounds the
+// cost when it does not answer. keymapSettle is the fixed wait instead
+// when the focused window takes no pings (no EWMH client, or no focus).
+//
+// In those measurements Firefox typed freshly bound characters right
+// even with no wait at all: it reads the mapping when it handles the key.
+// What lost its input was the window manager (see releaseWait), which
+// re-grabs its bindings on every mapping change: one change per text
+// instead of one per character shortens that too.
+const (
+	keymapCatchUp = 250 * time.Millisecond
+	keymapSettle  = 50 * time.Millisecond
+)
+
+// releaseWait bounds how long ButtonUp waits for the server to process the
+// release. A window manager with a click-to-focus binding (openbox's
+// default, the exercise desktop's) grabs the button synchronously: after a
+// press the pointer is frozen until it has focused and raised the window
+// and replayed the press. Key events are not frozen, so text typed right
+// after a click reached the window before the click did (into the
+// previously focused field), and pointer moves made meanwhile gave the
+// queued release and the next click the wrong position. Openbox took up to
+// 1.2 s on a loaded 2-core machine while it also handled keyboard mapping
+// changes, 50–330 ms otherwise.
+const releaseWait = 3 * time.Second
+
 // robotgoInput drives one X display. Mouse motion, buttons 1–3 and the
 // wheel go through robotgo. Keys, typing and buttons 8/9 go through XTEST on
 // a connection of its own, because robotgo cannot do them faithfully: its key API knows only its own table of names and a fixed
@@ -147,6 +270,11 @@ type robotgoInput struct {
 	codeDown map[C.KeyCode]int  // presses per keycode sent and not released
 	keysDown map[string]keyDown // by keysym name
 	btnsDown map[Button]bool
+	// plan is the rest of the text given to PrepareText, which TypeRune is
+	// expected to type next: a character missing from the keymap binds
+	// the next batch of missing characters, not just itself.
+	plan      []C.KeySym
+	pingToken int64
 }
 
 // keyDown is how a key held by KeyDown was pressed.
@@ -281,6 +409,7 @@ func (in *robotgoInput) closeX() {
 			C.XTestFakeKeyEvent(in.dpy, C.uint(code), C.False, C.CurrentTime)
 		}
 	}
+	_ = in.refreshKeymap() // the unbinding rewrites a range from this copy
 	in.km.unbindAll(in.dpy)
 	C.agentd_sync(in.dpy)
 	C.XCloseDisplay(in.dpy)
@@ -356,7 +485,11 @@ func (in *robotgoInput) button(b Button, down bool) error {
 		if err := robotgo.Toggle(name, dir); err != nil {
 			return fmt.Errorf("button %s %s: %w", b, dir, err)
 		}
-		return xerr("button "+dir, C.agentd_take_error())
+		if err := xerr("button "+dir, C.agentd_take_error()); err != nil || down {
+			return err
+		}
+		in.awaitRelease(map[Button]C.uint{Left: C.Button1Mask, Middle: C.Button2Mask, Right: C.Button3Mask}[b])
+		return nil
 	case Back, Forward:
 		x := map[Button]C.uint{Back: 8, Forward: 9}[b]
 		isPress := C.Bool(C.False)
@@ -367,6 +500,17 @@ func (in *robotgoInput) button(b Button, down bool) error {
 		return xerr("button "+dir, C.agentd_sync(in.dpy))
 	}
 	return fmt.Errorf("unknown button %q", b)
+}
+
+// awaitRelease waits until the server no longer has the button of mask
+// down, at most releaseWait: see releaseWait. Buttons 8 and 9 have no core
+// mask bit and are not waited for.
+func (in *robotgoInput) awaitRelease(mask C.uint) {
+	deadline := time.Now().Add(releaseWait)
+	for pause := 500 * time.Microsecond; C.agentd_buttons_down(in.dpy, mask) != 0 && time.Now().Before(deadline); {
+		time.Sleep(pause)
+		pause = min(2*pause, 10*time.Millisecond)
+	}
 }
 
 // Wheel implements Input.
@@ -424,11 +568,36 @@ func (in *robotgoInput) KeyUp(k Key) error {
 	})
 }
 
+// PrepareText implements Input: it binds the characters of text that the
+// keymap lacks to spare keycodes in one XChangeKeyboardMapping (the first
+// ones only, if there are more than spare keycodes: TypeRune binds the next
+// batch when it gets there), then, if that changed the mapping, waits for
+// the focused application to catch up (see keymapCatchUp).
+func (in *robotgoInput) PrepareText(ctx context.Context, text string) error {
+	return in.do(func() error {
+		in.plan = in.plan[:0]
+		for _, r := range text {
+			in.plan = append(in.plan, runeKeysym(r))
+		}
+		changed, err := in.bindNext(ctx)
+		if err != nil || !changed {
+			return err
+		}
+		return in.catchUp(ctx)
+	})
+}
+
 // TypeRune implements Input.
 func (in *robotgoInput) TypeRune(r rune) error {
 	return in.do(func() error {
 		sym := runeKeysym(r)
+		if len(in.plan) > 0 && in.plan[0] != sym {
+			in.plan = in.plan[:0] // typing something else than prepared
+		}
 		code, shift, err := in.codeFor(sym, false)
+		if len(in.plan) > 0 {
+			in.plan = in.plan[1:]
+		}
 		if err != nil {
 			return fmt.Errorf("type %q: %w", r, err)
 		}
@@ -481,8 +650,104 @@ func (in *robotgoInput) codeFor(sym C.KeySym, modifier bool) (C.KeyCode, bool, e
 		}
 		return code, shift, nil
 	}
-	code, err := in.km.bind(in.dpy, sym)
-	return code, false, err
+	// Missing: bind it, with the next missing characters of the prepared
+	// text if it is the next one of them, and let the apps catch up.
+	if len(in.plan) == 0 || in.plan[0] != sym {
+		in.plan = append(in.plan[:0], sym)
+	}
+	if _, err := in.bindNext(context.Background()); err != nil {
+		return 0, false, err
+	}
+	if err := in.catchUp(context.Background()); err != nil {
+		return 0, false, err
+	}
+	code, _, ok := in.km.lookup(sym)
+	if !ok {
+		return 0, false, fmt.Errorf("keysym 0x%x was not bound", uint64(sym))
+	}
+	in.km.touch(code)
+	return code, false, nil
+}
+
+// refreshKeymap makes sure every MappingNotify the server sent so far has
+// been seen, and reloads the mapping if there was one: a batch of bindings
+// rewrites a range of keycodes from this copy.
+func (in *robotgoInput) refreshKeymap() error {
+	if err := xerr("sync", C.agentd_sync(in.dpy)); err != nil {
+		return err
+	}
+	if C.agentd_mapping_changed(in.dpy) != 0 {
+		return in.km.load(in.dpy, false)
+	}
+	return nil
+}
+
+// bindNext binds the missing keysyms at the start of in.plan, as many as
+// the spare keycodes allow, in one mapping change; it reports whether it
+// changed the mapping.
+func (in *robotgoInput) bindNext(ctx context.Context) (bool, error) {
+	if err := in.refreshKeymap(); err != nil {
+		return false, err
+	}
+	picks, syms := in.km.planBatch(in.plan)
+	if len(syms) == 0 {
+		if len(in.plan) > 0 {
+			if _, _, ok := in.km.lookup(in.plan[0]); !ok {
+				return false, fmt.Errorf("no spare keycode to bind keysym 0x%x to (the keyboard mapping has %d, all in use)", uint64(in.plan[0]), len(in.km.spare))
+			}
+		}
+		return false, nil
+	}
+	// A keycode used for a character moments ago may not have been read
+	// yet by the app it was typed in (see rebindAfter).
+	var wait time.Duration
+	for _, p := range picks {
+		if p.sym != 0 {
+			wait = max(wait, rebindAfter-time.Since(p.lastUsed))
+		}
+	}
+	if wait > 0 {
+		if err := sleepCtx(ctx, wait); err != nil {
+			return false, err
+		}
+	}
+	return true, in.km.bindAll(in.dpy, picks, syms)
+}
+
+// catchUp waits until the focused application has read the mapping change
+// just made: see keymapCatchUp.
+func (in *robotgoInput) catchUp(ctx context.Context) error {
+	in.pingToken++
+	token := C.long(in.pingToken)
+	target := C.agentd_ping_focus(in.dpy, token)
+	if target == 0 {
+		_ = C.agentd_take_error()
+		return sleepCtx(ctx, keymapSettle)
+	}
+	defer C.agentd_ping_done(in.dpy)
+	deadline := time.Now().Add(keymapCatchUp)
+	for pause := 500 * time.Microsecond; C.agentd_ping_answered(in.dpy, target, token) == 0 && time.Now().Before(deadline); {
+		if err := sleepCtx(ctx, pause); err != nil {
+			return err
+		}
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+	// An error here is the focused window going away under us: nothing
+	// to wait for any more.
+	_ = C.agentd_take_error()
+	return nil
+}
+
+// sleepCtx sleeps for d or until ctx ends, and returns ctx's error then.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // keysymOf resolves an X keysym name, "U20AC" forms included.
@@ -622,51 +887,112 @@ func (km *keymap) hold(code C.KeyCode, down bool) {
 	}
 }
 
-// bind maps sym to a free spare keycode, or to the one least recently used.
-// Bindings stay until the keycode is needed again or the Input closes (see
-// rebindAfter for why they are not undone at once).
-func (km *keymap) bind(dpy *C.Display, sym C.KeySym) (C.KeyCode, error) {
-	// A free keycode first, else the least recently used.
-	better := func(s, than *spareCode) bool {
-		if (s.sym == 0) != (than.sym == 0) {
-			return s.sym == 0
-		}
-		return s.lastUsed.Before(than.lastUsed)
-	}
-	var pick *spareCode
+// planBatch picks spare keycodes for the keysyms of text (the rest of a
+// text to type, in order) that the mapping lacks, from the first one on,
+// for as many as can be bound at once: free keycodes first, then the least
+// recently used, but never one that is held down or bound to a keysym
+// needed before the batch ends. It returns the keycodes and, in the same
+// order, the keysyms to bind to them; nothing if none is missing.
+func (km *keymap) planBatch(text []C.KeySym) ([]*spareCode, []C.KeySym) {
+	keep := map[*spareCode]bool{} // bound to a keysym the batch's text uses
+	seen := map[C.KeySym]bool{}
+	var syms []C.KeySym
+	usable := 0
 	for _, s := range km.spare {
-		if s.held == 0 && (pick == nil || better(s, pick)) {
-			pick = s
+		if s.held == 0 {
+			usable++
 		}
 	}
-	if pick == nil {
-		return 0, fmt.Errorf("no spare keycode to bind keysym 0x%x to (the keyboard mapping has %d, all in use)", uint64(sym), len(km.spare))
+	for _, sym := range text {
+		if seen[sym] {
+			continue
+		}
+		seen[sym] = true
+		if code, _, ok := km.lookup(sym); ok {
+			if s := km.spareOf(code); s != nil && s.held == 0 {
+				if len(syms)+len(keep)+1 > usable {
+					break // keeping it would leave a missing one without a keycode
+				}
+				keep[s] = true
+			}
+			continue
+		}
+		if len(syms)+len(keep)+1 > usable {
+			break
+		}
+		syms = append(syms, sym)
 	}
-	if wait := rebindAfter - time.Since(pick.lastUsed); pick.sym != 0 && wait > 0 {
-		time.Sleep(wait)
+	// A free keycode first, else the least recently used.
+	var cands []*spareCode
+	for _, s := range km.spare {
+		if s.held == 0 && !keep[s] {
+			cands = append(cands, s)
+		}
 	}
-	C.agentd_bind(dpy, C.int(pick.code), C.int(km.per), sym)
-	if err := xerr("bind keycode", C.agentd_sync(dpy)); err != nil {
-		return 0, err
-	}
-	row := km.row(int(pick.code))
-	for i := range row {
-		row[i] = C.NoSymbol
-	}
-	row[0] = sym
-	if len(row) > 1 {
-		row[1] = sym
-	}
-	pick.sym, pick.lastUsed = sym, time.Now()
-	return pick.code, nil
+	slices.SortStableFunc(cands, func(a, b *spareCode) int {
+		if (a.sym == 0) != (b.sym == 0) {
+			if a.sym == 0 {
+				return -1
+			}
+			return 1
+		}
+		return a.lastUsed.Compare(b.lastUsed)
+	})
+	return cands[:len(syms)], syms
 }
 
-// unbindAll returns every bound spare keycode to no keysym.
+// bindAll binds syms[i] to picks[i] (NoSymbol unbinds) in one
+// XChangeKeyboardMapping over the range of keycodes from the lowest pick
+// to the highest; the keycodes between keep their mapping (this copy is
+// fresh: see refreshKeymap). Bindings stay until the keycode is needed
+// again or the Input closes (see rebindAfter for why they are not undone
+// at once).
+func (km *keymap) bindAll(dpy *C.Display, picks []*spareCode, syms []C.KeySym) error {
+	lo, hi := int(picks[0].code), int(picks[0].code)
+	for _, p := range picks {
+		lo, hi = min(lo, int(p.code)), max(hi, int(p.code))
+	}
+	rows := make([]C.KeySym, 0, (hi-lo+1)*km.per)
+	for code := lo; code <= hi; code++ {
+		rows = append(rows, km.row(code)...)
+	}
+	for i, p := range picks {
+		row := rows[(int(p.code)-lo)*km.per:][:km.per]
+		for j := range row {
+			row[j] = C.NoSymbol
+		}
+		row[0] = syms[i]
+		if len(row) > 1 {
+			row[1] = syms[i]
+		}
+	}
+	C.agentd_set_rows(dpy, C.int(lo), C.int(km.per), &rows[0], C.int(hi-lo+1))
+	if err := xerr("bind keycodes", C.agentd_sync(dpy)); err != nil {
+		return err
+	}
+	copy(km.syms[(lo-km.min)*km.per:], rows)
+	now := time.Now()
+	for i, p := range picks {
+		p.sym, p.lastUsed = syms[i], now
+	}
+	return nil
+}
+
+// unbindAll returns every bound spare keycode to no keysym, in one
+// mapping change.
 func (km *keymap) unbindAll(dpy *C.Display) {
+	var picks []*spareCode
+	var syms []C.KeySym
 	for _, s := range km.spare {
 		if s.sym != 0 {
-			C.agentd_bind(dpy, C.int(s.code), C.int(km.per), 0)
-			s.sym = 0
+			picks = append(picks, s)
+			syms = append(syms, C.NoSymbol)
 		}
+	}
+	if len(picks) > 0 {
+		_ = km.bindAll(dpy, picks, syms)
+	}
+	for _, s := range km.spare {
+		s.sym = 0
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -456,4 +457,142 @@ func BenchmarkTypeUnicode(b *testing.B) {
 // worst case, bounded by rebindAfter).
 func BenchmarkTypeManyDistinct(b *testing.B) {
 	benchmarkType(b, "日本語の文章を入力する速度を測定します。漢字と仮名が混ざった長い文です。")
+}
+
+func mappingChanges(evs []xrecorder.Event) int { return len(ofKind(evs, xrecorder.MappingChange)) }
+
+// warmUp types a plain key and forgets the events: the server's first XTEST
+// key event switches the core keyboard to the XTEST device, which core
+// clients see as a keyboard mapping change of its own.
+func (f *xfix) warmUp(t *testing.T) {
+	t.Helper()
+	f.do(t, Action{Type: TypeText, Text: "a"})
+	f.rec.WaitTyped(t, "a", waitX)
+	f.rec.Sync(t)
+	f.rec.Clear()
+}
+
+// spareKeycodes is how many keycodes the Input may bind characters to.
+func spareKeycodes(t *testing.T, in Input) int {
+	t.Helper()
+	ri := in.(*robotgoInput)
+	var n int
+	if err := ri.do(func() error { n = len(ri.km.spare); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRobotgoInputBindsATextAtOnce: every character of a text the layout
+// lacks is bound in one keyboard mapping change, before the first key
+// event; typing them again changes nothing.
+func TestRobotgoInputBindsATextAtOnce(t *testing.T) {
+	f := startX(t)
+	f.warmUp(t)
+	text := "Zoë Ñúñez-Łukasz, ŁÓDŹ żółć"
+	f.do(t, Action{Type: TypeText, Text: text})
+	evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool {
+		return xrecorder.Typed(evs) == text
+	}, waitX)
+	if n := mappingChanges(evs); n != 1 {
+		t.Errorf("%d keyboard mapping changes, want 1", n)
+	}
+	for i, e := range evs {
+		if e.Kind == xrecorder.MappingChange {
+			if k := ofKind(evs[:i], xrecorder.KeyPress); len(k) > 0 {
+				t.Errorf("mapping changed after %d key presses, want before the first", len(k))
+			}
+		}
+	}
+
+	f.rec.Clear()
+	f.do(t, Action{Type: TypeText, Text: text})
+	f.rec.WaitTyped(t, text, waitX)
+	f.rec.Sync(t)
+	if n := mappingChanges(f.rec.Events()); n != 0 {
+		t.Errorf("typing it again: %d keyboard mapping changes, want 0", n)
+	}
+	f.assertNothingDown(t)
+}
+
+// TestRobotgoInputMoreCharactersThanSpareKeycodes: a text with more
+// distinct missing characters than spare keycodes is typed right, in as
+// few mapping changes as the keycodes allow.
+func TestRobotgoInputMoreCharactersThanSpareKeycodes(t *testing.T) {
+	f := startX(t)
+	f.warmUp(t)
+	spare := spareKeycodes(t, f.in)
+	var b strings.Builder
+	for i := range spare + 10 {
+		b.WriteRune(rune(0x4e00 + i)) // CJK ideographs, none in the layout
+		if i%7 == 0 {
+			b.WriteRune(rune(0x4e00 + i/2)) // and some repeated
+		}
+	}
+	text := b.String()
+	f.do(t, Action{Type: TypeText, Text: text})
+	evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool {
+		return xrecorder.Typed(evs) == text
+	}, 2*waitX)
+	if n := mappingChanges(evs); n != 2 {
+		t.Errorf("%d keyboard mapping changes for %d distinct characters and %d spare keycodes, want 2", n, spare+10, spare)
+	}
+	f.assertNothingDown(t)
+}
+
+// TestRobotgoInputClickWaitsForFrozenPointer: a client holding a
+// synchronous button grab (as a window manager's click-to-focus binding
+// does) freezes the pointer after the press; the click must not end before
+// the grab lets it through, so text typed next comes after it.
+func TestRobotgoInputClickWaitsForFrozenPointer(t *testing.T) {
+	f := startX(t)
+	conn, err := xgb.NewConnDisplay(f.display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	root := xproto.Setup(conn).DefaultScreen(conn).Root
+	err = xproto.GrabButtonChecked(conn, false, root, xproto.EventMaskButtonPress|xproto.EventMaskButtonRelease,
+		xproto.GrabModeSync, xproto.GrabModeAsync, 0, 0, xproto.ButtonIndex1, xproto.ModMaskAny).Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replayed atomic.Bool
+	go func() {
+		for {
+			ev, err := conn.WaitForEvent()
+			if ev == nil && err == nil {
+				return // closed
+			}
+			if p, ok := ev.(xproto.ButtonPressEvent); ok {
+				time.Sleep(300 * time.Millisecond) // a busy window manager
+				replayed.Store(true)
+				xproto.AllowEvents(conn, xproto.AllowReplayPointer, p.Time)
+				conn.Sync()
+			}
+		}
+	}()
+
+	f.do(t, Action{Type: Click, X: 120, Y: 80})
+	if !replayed.Load() {
+		t.Error("the click ended while the pointer was still frozen")
+	}
+	f.do(t, Action{Type: TypeText, Text: "x"})
+	evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return len(ofKind(evs, xrecorder.KeyRelease)) == 1 }, waitX)
+	var order []string
+	for _, e := range evs {
+		switch e.Kind {
+		case xrecorder.ButtonPress, xrecorder.ButtonRelease, xrecorder.KeyPress:
+			order = append(order, e.Kind.String())
+			if e.Kind == xrecorder.KeyPress && e.State&xrecorder.Button1Mask != 0 {
+				t.Errorf("key pressed with button 1 still down (state 0x%x)", e.State)
+			}
+			if e.Kind == xrecorder.ButtonRelease && (e.X != 120 || e.Y != 80) {
+				t.Errorf("release at %d,%d, want 120,80", e.X, e.Y)
+			}
+		}
+	}
+	if want := "[ButtonPress ButtonRelease KeyPress]"; fmt.Sprint(order) != want {
+		t.Errorf("events %v, want %s", order, want)
+	}
 }
