@@ -132,7 +132,7 @@ func drive(ctx context.Context, g *local.Guest, out io.Writer, cfg RunConfig, re
 	rep.RecordDir = record.Dir()
 
 	var mu sync.Mutex
-	stepStart := map[int]time.Time{}
+	var lastRequest time.Time // a step runs from its request to the next
 	toolset := runner.New(api, client, runner.WithName("exercise"))
 	defer toolset.Close()
 	res, runErr := toolset.Run(ctx, runner.RunOptions{
@@ -163,7 +163,10 @@ func drive(ctx context.Context, g *local.Guest, out io.Writer, cfg RunConfig, re
 				defer mu.Unlock()
 				switch ev.Kind {
 				case runner.EventRequest:
-					stepStart[ev.Step] = ev.Time
+					if !lastRequest.IsZero() {
+						rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
+					}
+					lastRequest = ev.Time
 					fmt.Fprintf(out, "step %d/%d\n", ev.Step, ev.MaxSteps)
 				case runner.EventAction:
 					rep.Actions++
@@ -171,11 +174,8 @@ func drive(ctx context.Context, g *local.Guest, out io.Writer, cfg RunConfig, re
 					if s := ev.Screenshot; s != nil {
 						fmt.Fprintf(out, "  screenshot %d×%d, %d bytes\n", s.Transform.Image.W, s.Transform.Image.H, s.Bytes)
 					}
-				case runner.EventResponse:
-					if t, ok := stepStart[ev.Step]; ok {
-						rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(t))
-					}
 				case runner.EventFinal:
+					rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
 					fmt.Fprintf(out, "final message: %s\n", ev.Message)
 				}
 			},
@@ -252,7 +252,7 @@ func (r *Report) Print(w io.Writer) {
 	for i, d := range r.StepTimes {
 		parts = append(parts, fmt.Sprintf("%d: %s", i+1, d.Round(time.Millisecond)))
 	}
-	fmt.Fprintf(w, "  time per step    %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(w, "  time per step    %s (request, actions, screenshot)\n", strings.Join(parts, ", "))
 	tokens := fmt.Sprintf("%d input + %d output = %d total over %d requests", r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.TotalTokens, r.Usage.Requests)
 	if r.Usage.Incomplete {
 		tokens += " (incomplete: a response lacked usage)"
