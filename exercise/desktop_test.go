@@ -81,8 +81,10 @@ func TestDesktopWithXdotool(t *testing.T) {
 	cfg := local.Config{
 		StateDir:   filepath.Join(dir, "desktop"),
 		AgentdPath: agentdForTest(t),
-		// Before the apps start: Firefox drops input that arrives while it
-		// handles a keyboard map change.
+		// Before the apps start: xdotool changes the keyboard map per
+		// character, and openbox re-grabs its bindings on each change,
+		// holding clicks back meanwhile (agentd binds a text's characters
+		// in one change instead; see exercise/typing_test.go).
 		Setup: func(_ context.Context, env []string) error { return bindKeysyms(env, name+note) },
 	}
 	desk.Configure(&cfg)
