@@ -38,7 +38,9 @@ bench: build ## Run the Go benchmarks (capture, encode, scale, input, end to end
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s).
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./actions/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./agentd/
 	$(GO) test -run '^$$' -fuzz '^FuzzToScreen$$' -fuzztime $(FUZZTIME) ./scaling/
+	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./scaling/
 
 .PHONY: clean
 clean: ## Remove build outputs.
