@@ -513,7 +513,10 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+func (realClock) Sleep(ctx context.Context, d time.Duration) error { return sleepCtx(ctx, d) }
+
+// sleepCtx sleeps for d or until ctx ends, and returns ctx's error then.
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -738,18 +738,6 @@ func (in *robotgoInput) catchUp(ctx context.Context) error {
 	return nil
 }
 
-// sleepCtx sleeps for d or until ctx ends, and returns ctx's error then.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // keysymOf resolves an X keysym name, "U20AC" forms included.
 func keysymOf(name string) (C.KeySym, error) {
 	cname := C.CString(name)
