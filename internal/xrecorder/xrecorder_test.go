@@ -62,6 +62,7 @@ func TestRecorder(t *testing.T) {
 		t.Errorf("shifted a: %v", a)
 	}
 
+	r.Sync(t) // the Return release may still be on its way
 	r.Clear()
 	d.send(xproto.MotionNotify, 0, 100, 50)
 	d.send(xproto.ButtonPress, 3, 0, 0)
