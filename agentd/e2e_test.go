@@ -290,6 +290,12 @@ func benchScreenshot(b *testing.B, v wire.View) {
 		size = len(shot.PNG)
 	}
 	b.ReportMetric(float64(size), "png-bytes")
+	// With -benchtime 1000x: the heap after 1,000 screenshots (agentd and
+	// the client share this process), live objects only.
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(float64(m.HeapInuse)/(1<<20), "heap-MiB")
 }
 
 func BenchmarkE2EClickRoundTrip(b *testing.B) {
