@@ -11,6 +11,8 @@ import (
 
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/scaling"
+
+	"github.com/agentd-dev/agentd/internal/cputime"
 )
 
 // BenchmarkCapture compares the methods on one 1440×900 server, with
@@ -24,35 +26,35 @@ func BenchmarkCapture(b *testing.B) {
 		b.Run(string(m), func(b *testing.B) {
 			c := open(b, srv.Display, m)
 			b.ReportAllocs()
-			cpu := startCPU()
+			cpu := cputime.Start()
 			for b.Loop() {
 				if _, err := c.Capture(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}
-			cpu.report(b)
+			cpu.Report(b)
 		})
 	}
 	b.Run("kbinani-raw", func(b *testing.B) {
 		b.ReportAllocs()
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			if _, err := screenshot.CaptureDisplay(0); err != nil {
 				b.Fatal(err)
 			}
 		}
-		cpu.report(b)
+		cpu.Report(b)
 	})
 	b.Run("framehash-shm", func(b *testing.B) {
 		c := open(b, srv.Display, MethodSHM)
 		b.ReportAllocs()
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			if _, err := c.FrameHash(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
-		cpu.report(b)
+		cpu.Report(b)
 	})
 }
 
@@ -69,7 +71,7 @@ func BenchmarkScreenshot(b *testing.B) {
 	var r Renderer
 	ctx := context.Background()
 	b.ReportAllocs()
-	cpu := startCPU()
+	cpu := cputime.Start()
 	for b.Loop() {
 		img, err := c.Capture(ctx)
 		if err != nil {
@@ -79,5 +81,5 @@ func BenchmarkScreenshot(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	cpu.report(b)
+	cpu.Report(b)
 }

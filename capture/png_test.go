@@ -15,6 +15,9 @@ import (
 	"github.com/klauspost/compress/zlib"
 
 	"github.com/agentd-dev/agentd/scaling"
+
+	"github.com/agentd-dev/agentd/internal/cputime"
+	"github.com/agentd-dev/agentd/internal/testimage"
 )
 
 // viewOf scales a 1440×900 desktop to what the model sees at 1280×800.
@@ -97,7 +100,7 @@ func variants() map[string]func() *Encoder {
 
 func TestEncodeDecodesExactly(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	big := desktop(1440, 900)
+	big := testimage.Desktop(1440, 900)
 	nrgba := image.NewNRGBA(image.Rect(0, 0, 37, 11))
 	copy(nrgba.Pix, randomRGBA(r, 37, 11, true).Pix)
 	images := map[string]image.Image{
@@ -132,7 +135,7 @@ func TestEncodeDecodesExactly(t *testing.T) {
 func TestEncodeFastPathWritesRGB(t *testing.T) {
 	var buf bytes.Buffer
 	var e Encoder
-	if err := e.Encode(&buf, desktop(320, 200)); err != nil {
+	if err := e.Encode(&buf, testimage.Desktop(320, 200)); err != nil {
 		t.Fatal(err)
 	}
 	// IHDR: 8-bit samples, colour type 2 (truecolour without alpha).
@@ -171,7 +174,7 @@ func TestEncodeWriteError(t *testing.T) {
 // TestEncodeSteadyStateAllocs: after the first call the encoder reuses its
 // buffers and compressor.
 func TestEncodeSteadyStateAllocs(t *testing.T) {
-	img := viewOf(desktop(1440, 900))
+	img := viewOf(testimage.Desktop(1440, 900))
 	var e Encoder
 	if err := e.Encode(io.Discard, img); err != nil {
 		t.Fatal(err)
@@ -193,7 +196,7 @@ func TestEncodeSteadyStateAllocs(t *testing.T) {
 }
 
 func BenchmarkEncode(b *testing.B) {
-	big := desktop(1440, 900)
+	big := testimage.Desktop(1440, 900)
 	imgs := []struct {
 		name string
 		img  *image.RGBA
@@ -219,14 +222,14 @@ func BenchmarkEncode(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s", im.name, v.name), func(b *testing.B) {
 				var buf bytes.Buffer
 				b.ReportAllocs()
-				cpu := startCPU()
+				cpu := cputime.Start()
 				for b.Loop() {
 					buf.Reset()
 					if err := v.enc(&buf, im.img); err != nil {
 						b.Fatal(err)
 					}
 				}
-				cpu.report(b)
+				cpu.Report(b)
 				b.ReportMetric(float64(buf.Len()), "png-bytes")
 			})
 		}

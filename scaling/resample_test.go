@@ -1,14 +1,19 @@
 package scaling
 
 import (
+	"bytes"
 	"image"
 	"image/color"
 	"image/draw"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/disintegration/imaging"
+
+	"github.com/agentd-dev/agentd/internal/cputime"
+	"github.com/agentd-dev/agentd/internal/testimage"
 )
 
 // blocks paints a screen of w×h as a grid of flat coloured 60×60 blocks, so
@@ -212,50 +217,241 @@ func TestScaleNoAllocs(t *testing.T) {
 	src := noisy(480, 300, 1)
 	tr, _ := New(Size{480, 300}, nil, 427, 267, true)
 	crop, _ := New(Size{480, 300}, &Rect{10, 10, 200, 200}, 0, 0, false)
-	var s Scaler
-	if _, err := s.Scale(src, tr); err != nil {
-		t.Fatal(err)
+	for _, workers := range []int{0, 1, 3} { // 0: as many as GOMAXPROCS allows
+		s := Scaler{workers: workers}
+		if _, err := s.Scale(src, tr); err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(3, func() {
+			_, _ = s.Scale(src, tr)
+			_, _ = s.Scale(src, crop)
+		})
+		if allocs != 0 {
+			t.Fatalf("%d workers: %v allocations per steady-state Scale", workers, allocs)
+		}
 	}
-	allocs := testing.AllocsPerRun(3, func() {
-		_, _ = s.Scale(src, tr)
-		_, _ = s.Scale(src, crop)
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per steady-state Scale", allocs)
+}
+
+// TestScaleWorkersIdentical checks that the image does not depend on how the
+// rows are split between workers: every output row is computed from the same
+// source rows with the same arithmetic, whichever band it falls in.
+func TestScaleWorkersIdentical(t *testing.T) {
+	const w, h = 400, 250
+	views := []struct {
+		crop   *Rect
+		vw, vh int
+	}{
+		{nil, 356, 222},                    // the daemon's mild downscale: 5 taps
+		{nil, 400, 180},                    // height only
+		{nil, 300, 250},                    // width only
+		{&Rect{50, 40, 120, 80}, 480, 320}, // zoom in: 4 taps
+		{nil, 130, 83},                     // 3× down: the generic loops
+		{nil, 7, 250},
+		{nil, 400, 3},
+	}
+	srcs := []*image.RGBA{testimage.Desktop(w, h), noisy(w, h, 5)}
+	reused := Scaler{} // one Scaler through every view, source and worker count
+	for _, v := range views {
+		tr, err := New(Size{w, h}, v.crop, v.vw, v.vh, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want [][]byte
+		for _, src := range srcs {
+			one := Scaler{workers: 1}
+			img, err := one.Scale(src, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, img.Pix)
+		}
+		for _, workers := range []int{2, 3, 7} {
+			s := Scaler{workers: workers}
+			reused.workers = workers
+			for i, src := range srcs {
+				got, err := s.Scale(src, tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				again, err := reused.Scale(src, tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got.Pix, want[i]) || !bytes.Equal(again.Pix, want[i]) {
+					t.Fatalf("source %d, %+v: %d workers give a different image from 1", i, tr, workers)
+				}
+			}
+		}
+	}
+
+	// The daemon's view at full size, with the default number of workers.
+	src := testimage.Desktop(1440, 900)
+	tr, _ := New(Size{1440, 900}, nil, 1280, 800, true)
+	one, all := Scaler{workers: 1}, Scaler{}
+	want, _ := one.Scale(src, tr)
+	got, _ := all.Scale(src, tr)
+	if !bytes.Equal(got.Pix, want.Pix) {
+		t.Fatalf("GOMAXPROCS=%d: the default workers give a different image from 1", runtime.GOMAXPROCS(0))
+	}
+}
+
+// edited is noise in which most rows repeat the row above except for a
+// random span, and some repeat it exactly, as on a screen.
+func edited(w, h int, seed uint64) *image.RGBA {
+	r := rand.New(rand.NewPCG(seed, 9))
+	img := noisy(w, h, seed)
+	for y := 1; y < h; y++ {
+		if r.IntN(5) == 0 {
+			continue // all new
+		}
+		row, above := img.Pix[y*img.Stride:y*img.Stride+w*4], img.Pix[(y-1)*img.Stride:(y-1)*img.Stride+w*4]
+		copy(row, above)
+		if r.IntN(3) > 0 {
+			lo := r.IntN(w)
+			hi := lo + 1 + r.IntN(min(w-lo, 1+r.IntN(w)))
+			for i := lo * 4; i < hi*4; i += 4 {
+				row[i], row[i+1], row[i+2] = uint8(r.IntN(256)), uint8(r.IntN(256)), uint8(r.IntN(256))
+			}
+		}
+	}
+	return img
+}
+
+// TestScaleReuseExact checks the shortcuts for rows and spans equal to the
+// ones above (see band): the image is the same, bit for bit, as when every
+// pixel is computed.
+func TestScaleReuseExact(t *testing.T) {
+	const w, h = 300, 200
+	srcs := []*image.RGBA{edited(w, h, 1), edited(w, h, 2), testimage.Desktop(w, h), blocks(w, h)}
+	views := []struct {
+		crop   *Rect
+		vw, vh int
+	}{
+		{nil, 267, 178}, {nil, 300, 150}, {nil, 250, 200}, {nil, 90, 61},
+		{&Rect{40, 30, 100, 70}, 400, 280}, {&Rect{1, 1, 298, 198}, 250, 190}, {nil, 300, 1}, {nil, 1, 200},
+	}
+	for i, src := range srcs {
+		for _, v := range views {
+			tr, err := New(Size{w, h}, v.crop, v.vw, v.vh, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := Scaler{workers: 1, fresh: true}
+			want, err := ref.Scale(src, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, workers := range []int{1, 4} {
+				s := Scaler{workers: workers}
+				got, err := s.Scale(src, tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got.Pix, want.Pix) {
+					t.Fatalf("source %d, %+v, %d workers: reusing rows changes the image", i, tr, workers)
+				}
+			}
+		}
+	}
+}
+
+// TestScaleDesktopMatchesImaging checks legibility where it matters: the
+// text-heavy desktop at the daemon's view is, pixel for pixel, within 2 per
+// channel of imaging's float Catmull-Rom (the fixed-point weights are 12-bit).
+func TestScaleDesktopMatchesImaging(t *testing.T) {
+	src := testimage.Desktop(1440, 900)
+	for _, sz := range []Size{{1280, 800}, {640, 400}} {
+		tr, _ := New(Size{1440, 900}, nil, sz.W, sz.H, false)
+		var s Scaler
+		got, err := s.Scale(src, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := imaging.Resize(src, sz.W, sz.H, imaging.CatmullRom)
+		for i := 0; i < len(got.Pix); i += 4 {
+			a, b := got.Pix[i:i+4], want.Pix[i:i+4]
+			if d := max(diff(a[0], b[0]), diff(a[1], b[1]), diff(a[2], b[2])); d > 2 || a[3] != 0xff {
+				p := i / 4
+				t.Fatalf("%v at (%d, %d): %v vs imaging %v", sz, p%sz.W, p/sz.W, a, b)
+			}
+		}
+	}
+}
+
+// TestWeights checks the filter taps for every pair of sizes up to 100 and
+// for common screens: each output's weights sum to exactly 1<<weightShift
+// (so flat colours stay exact), stay inside the source, and have negative
+// lobes small enough for the lanes (compute fails otherwise).
+func TestWeights(t *testing.T) {
+	check := func(src, dst int) {
+		var ws weights
+		if err := ws.compute(src, dst); err != nil {
+			t.Fatal(err)
+		}
+		n := ws.taps
+		if len(ws.px) != dst*(n+1) {
+			t.Fatalf("%d → %d: %d words for %d taps", src, dst, len(ws.px), n)
+		}
+		for i := range dst {
+			e := ws.px[i*(n+1) : (i+1)*(n+1)]
+			var sum, neg int64
+			for _, w := range e[1:] {
+				sum += int64(w)
+				neg += min(int64(w), 0)
+			}
+			if first := int(e[0]); first < 0 || first+n > src || sum != 1<<weightShift || -neg > maxNegWeight {
+				t.Fatalf("%d → %d, output %d: first %d, %d taps, sum %d, negative %d", src, dst, i, first, n, sum, neg)
+			}
+		}
+	}
+	for src := 1; src <= 100; src++ {
+		for dst := 1; dst <= 100; dst++ {
+			check(src, dst)
+		}
+	}
+	for _, p := range [][2]int{{1440, 1280}, {900, 800}, {1920, 1280}, {1080, 720}, {2560, 1280}, {3840, 1280}, {1366, 1280}, {768, 720}, {32767, 1}, {1, 32767}} {
+		check(p[0], p[1])
 	}
 }
 
 // BenchmarkScale compares our resampler with imaging (the first choice) at the
-// daemon's typical view.
+// daemon's typical view, on a worst case (noise, where no pixel is flat) and
+// on typical content (desktop: text, flat areas, a photo). It runs as many
+// workers as GOMAXPROCS: -cpu 1 times one core.
 func BenchmarkScale(b *testing.B) {
 	src := noisy(1440, 900, 1)
 	draw.Draw(src, image.Rect(100, 100, 700, 500), image.NewUniform(color.RGBA{40, 40, 40, 255}), image.Point{}, draw.Src)
+	desk := testimage.Desktop(1440, 900)
 	tr, _ := New(Size{1440, 900}, nil, 1280, 800, true)
-	b.Run("own-catmullrom", func(b *testing.B) {
-		var s Scaler
-		b.ReportAllocs()
-		cpu := startCPU()
-		for b.Loop() {
-			if _, err := s.Scale(src, tr); err != nil {
-				b.Fatal(err)
+	own := func(src *image.RGBA) func(b *testing.B) {
+		return func(b *testing.B) {
+			var s Scaler
+			b.ReportAllocs()
+			cpu := cputime.Start()
+			for b.Loop() {
+				if _, err := s.Scale(src, tr); err != nil {
+					b.Fatal(err)
+				}
 			}
+			cpu.Report(b)
 		}
-		cpu.report(b)
-	})
+	}
+	b.Run("own-catmullrom", own(src))
+	b.Run("own-catmullrom-desktop", own(desk))
 	b.Run("imaging-catmullrom", func(b *testing.B) {
 		b.ReportAllocs()
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			imaging.Resize(src, 1280, 800, imaging.CatmullRom)
 		}
-		cpu.report(b)
+		cpu.Report(b)
 	})
 	b.Run("imaging-linear", func(b *testing.B) {
 		b.ReportAllocs()
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			imaging.Resize(src, 1280, 800, imaging.Linear)
 		}
-		cpu.report(b)
+		cpu.Report(b)
 	})
 }

@@ -1,4 +1,6 @@
-package capture
+// Package testimage draws a reproducible, realistic desktop for tests and
+// benchmarks of capture, scaling and encoding.
+package testimage
 
 import (
 	"image"
@@ -13,10 +15,10 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// desktop draws reproducible, realistic desktop content for encoder tests
+// Desktop draws reproducible, realistic desktop content for encoder tests
 // and benchmarks: a wallpaper gradient, a panel, a browser-like window with
 // paragraphs of text and a photo-like picture, a terminal and an editor.
-func desktop(w, h int) *image.RGBA {
+func Desktop(w, h int) *image.RGBA {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for y := 0; y < h; y++ { // wallpaper: a smooth vertical gradient
 		c := color.RGBA{uint8(30 + 40*y/h), uint8(60 + 50*y/h), uint8(110 + 60*y/h), 255}
