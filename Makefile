@@ -45,3 +45,15 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s).
 .PHONY: clean
 clean: ## Remove build outputs.
 	rm -rf $(BIN)
+
+.PHONY: docker-base
+docker-base: ## Make the Docker guest's base images when missing and unpullable (debootstrap; root).
+	./docker/make-base-images.sh
+
+.PHONY: docker-image
+docker-image: docker-base ## Build the Docker guest image agentd-guest through the Engine API.
+	$(GO) run ./docker/cmd/guest-image -context .
+
+.PHONY: docker-test
+docker-test: docker-base ## Run the Docker guest's integration tests; they fail (not skip) without an engine.
+	AGENTD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 60m -v ./docker/...

@@ -1,0 +1,735 @@
+// Package docker runs agentd guests as Docker containers (SPEC §5, "Docker"),
+// through the Docker Engine API: it builds or finds the guest image
+// (docker/Dockerfile), creates and starts one hardened container per
+// desktop, waits until agentd answers, reads result files back out, and
+// stops and removes the container. It is pure Go: the host needs no cgo and
+// no X11.
+//
+// Hardening (SPEC §6), all on by default: the container runs as the image's
+// non-root user with every capability dropped, no-new-privileges, a
+// read-only root filesystem (tmpfs for /tmp and the user's home), memory
+// and pids limits, and no network at all. agentd is reached without a TCP
+// port: its unix socket appears in a private directory of the host (0700)
+// that is bind-mounted into the container, and that directory is also how
+// the token comes in. The token is 32 random bytes, fresh for every
+// container, in a 0600 file; it never appears in the container's
+// environment, command line, labels or logs. With Config.Network the
+// container gets a bridge network and agentd is published on 127.0.0.1 of
+// the host only.
+package docker
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+)
+
+// Defaults for a zero Config.
+const (
+	DefaultImage        = "agentd-guest"
+	DefaultSize         = "1440x900"
+	DefaultMemory       = 2 << 30 // Firefox with a few tabs stays well below
+	DefaultPIDs         = 1024    // counts threads; Firefox runs a few hundred
+	DefaultShmSize      = 256 << 20
+	DefaultStartTimeout = 2 * time.Minute
+	DefaultStopTimeout  = 10 * time.Second // the entrypoint gives each child 2s
+)
+
+// LabelGuest marks every container Up creates (value "1"), so leftovers
+// can be found with a label filter.
+const LabelGuest = "dev.agentd.guest"
+
+// MaxReadFile bounds what ReadFile returns.
+const MaxReadFile = 64 << 20
+
+// Inside the container; docker/entrypoint.sh uses the same names.
+const (
+	runDir     = "/run/agentd"
+	tokenName  = "token"
+	socketName = "agentd.sock"
+	agentdPort = 7010
+)
+
+// ErrNoEngine is wrapped by errors that come from not reaching the Docker
+// engine at all.
+var ErrNoEngine = errors.New("engine unreachable")
+
+// Config describes a guest. The zero value is a 1440×900 desktop with no
+// applications and no network, from the image DefaultImage, which must
+// exist (or set Build).
+type Config struct {
+	// Image is the guest image. Default DefaultImage.
+	Image string
+	// Name is the container's name. Default "agentd-guest-" and 8 random hex digits.
+	Name string
+	// Size is the screen, "WxH" or "WxHxD" (D is 24 or 16). Default DefaultSize.
+	Size string
+	// Network gives the container a bridge network (default: none, only its
+	// own loopback) and publishes agentd's port on 127.0.0.1 (Guest.TCPAddr).
+	Network bool
+	// Apps starts the exercise applications, Firefox ESR and Mousepad,
+	// before agentd.
+	Apps bool
+	// URL is the page Firefox opens. Default about:blank.
+	URL string
+	// Build, if set, builds Image with these options when it is missing
+	// (Build.Tag is replaced by Image). Nil: a missing image is an error.
+	Build *BuildOptions
+	// StateRoot holds the guests' private directories. Default StateRoot().
+	StateRoot string
+	// Memory (bytes, no swap on top) and PIDs limit the container.
+	// Defaults DefaultMemory and DefaultPIDs.
+	Memory int64
+	PIDs   int64
+	// StartTimeout bounds Up from creating the container to agentd
+	// answering. Default DefaultStartTimeout.
+	StartTimeout time.Duration
+}
+
+// Guest is a running guest container. Its fields are read-only.
+type Guest struct {
+	ID   string // the container's ID
+	Name string // the container's name
+	// Addr is agentd's address for guest.Dial: "unix:" and the socket's path.
+	Addr string
+	// TCPAddr is agentd's published address on 127.0.0.1 (only with
+	// Config.Network), else empty.
+	TCPAddr string
+	// TokenFile holds agentd's token (0600, inside StateDir).
+	TokenFile string
+	// StateDir is the guest's private directory on the host (0700),
+	// bind-mounted at /run/agentd; Down removes it.
+	StateDir string
+	// Width and Height are the screen's size in pixels.
+	Width, Height int
+
+	cli  *client.Client
+	user string // uid:gid that execs run as
+
+	downOnce sync.Once
+	downErr  error
+}
+
+// Status is what the engine reports about a guest's container.
+type Status struct {
+	State     string // created, running, exited, ...
+	Running   bool
+	Health    string // starting, healthy or unhealthy; empty without a healthcheck
+	ExitCode  int    // once it exited
+	OOMKilled bool
+}
+
+// NewClient connects to the Docker engine named by the environment
+// (DOCKER_HOST etc., default the local socket) and checks that it answers;
+// an engine that does not answer gives an error wrapping ErrNoEngine.
+func NewClient(ctx context.Context) (*client.Client, error) {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return nil, fmt.Errorf("docker: client: %w", err)
+	}
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker: %w: %w", ErrNoEngine, err)
+	}
+	return cli, nil
+}
+
+// StateRoot returns the private directory under which guests keep their
+// state directories: $XDG_RUNTIME_DIR/agentd-docker, else
+// <tmp>/agentd-docker-<uid>. It is created with mode 0700 and refused if it
+// is not a directory of this user.
+func StateRoot() (string, error) {
+	var root string
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
+			root = filepath.Join(rt, "agentd-docker")
+		}
+	}
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "agentd-docker-"+strconv.Itoa(os.Getuid()))
+	}
+	if err := privateDir(root); err != nil {
+		return "", err
+	}
+	return root, nil
+}
+
+// privateDir creates dir (0700) if missing and checks that it is a real
+// directory of this user: state roots live in shared places like /tmp,
+// where another user could have planted a symlink or a directory.
+func privateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("docker: state directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("docker: state directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("docker: state directory %s is not a directory (a symlink?)", dir)
+	}
+	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+		return fmt.Errorf("docker: state directory %s belongs to uid %d, not to us (uid %d)", dir, uid, os.Getuid())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("docker: state directory: %w", err)
+		}
+	}
+	return nil
+}
+
+var (
+	sizeRE = regexp.MustCompile(`^([0-9]{2,5})x([0-9]{2,5})(x(24|16))?$`)
+	// The engine's own rule for names; the name also names the state directory.
+	nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
+)
+
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Image == "" {
+		cfg.Image = DefaultImage
+	}
+	if cfg.Name == "" {
+		suffix, err := randomHex(4)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Name = "agentd-guest-" + suffix
+	}
+	if !nameRE.MatchString(cfg.Name) {
+		return cfg, fmt.Errorf("docker guest: name %q: want letters, digits and _.- only", cfg.Name)
+	}
+	if cfg.Size == "" {
+		cfg.Size = DefaultSize
+	}
+	m := sizeRE.FindStringSubmatch(cfg.Size)
+	if m == nil {
+		return cfg, fmt.Errorf("docker guest: size %q: want WxH or WxHxD (D 24 or 16)", cfg.Size)
+	}
+	for _, side := range m[1:3] {
+		if n, _ := strconv.Atoi(side); n < 64 || n > 8192 {
+			return cfg, fmt.Errorf("docker guest: size %q out of range (64..8192)", cfg.Size)
+		}
+	}
+	if cfg.Memory == 0 {
+		cfg.Memory = DefaultMemory
+	}
+	if cfg.PIDs == 0 {
+		cfg.PIDs = DefaultPIDs
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	return cfg, nil
+}
+
+// Up starts a guest and returns once agentd answers /healthz with 200 on
+// its unix socket. progress, if not nil, receives one line at a time: the
+// image build's output (when Config.Build makes it) and each start step.
+// On error, whatever Up created is removed again, and the error carries the
+// container's last log lines.
+func Up(ctx context.Context, cfg Config, progress func(string)) (*Guest, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	say := func(s string) {
+		if progress != nil {
+			progress(s)
+		}
+	}
+	cli, err := NewClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g, err := up(ctx, cli, cfg, say)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker guest %s: %w", cfg.Name, err)
+	}
+	return g, nil
+}
+
+func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (*Guest, error) {
+	img, err := findImage(ctx, cli, cfg, say)
+	if err != nil {
+		return nil, err
+	}
+	user, home, err := imageUser(img)
+	if err != nil {
+		return nil, err
+	}
+	// As root, the private directory and token are handed to the image's
+	// user; otherwise the container runs as this user, who owns them.
+	runAs := user
+	if os.Geteuid() != 0 {
+		runAs = ids{uid: os.Getuid(), gid: os.Getgid()}
+	}
+
+	root := cfg.StateRoot
+	if root == "" {
+		if root, err = StateRoot(); err != nil {
+			return nil, err
+		}
+	} else if err := privateDir(root); err != nil {
+		return nil, err
+	}
+	m := sizeRE.FindStringSubmatch(cfg.Size)
+	w, _ := strconv.Atoi(m[1])
+	h, _ := strconv.Atoi(m[2])
+	g := &Guest{
+		Name:     cfg.Name,
+		StateDir: filepath.Join(root, cfg.Name),
+		Width:    w,
+		Height:   h,
+		cli:      cli,
+		user:     runAs.String(),
+	}
+	g.TokenFile = filepath.Join(g.StateDir, tokenName)
+	sock := filepath.Join(g.StateDir, socketName)
+	// sun_path holds 108 bytes on Linux, 104 on macOS.
+	if len(sock) >= 104 {
+		return nil, fmt.Errorf("socket path %s is too long for a unix socket: use a shorter StateRoot or Name", sock)
+	}
+	g.Addr = "unix:" + sock
+	if err := os.Mkdir(g.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	fail := func(err error) (*Guest, error) {
+		if g.ID != "" {
+			if logs, lerr := g.Logs(context.WithoutCancel(ctx), 30); lerr == nil && logs != "" {
+				err = fmt.Errorf("%w\n--- last log lines ---\n%s", err, strings.TrimRight(logs, "\n"))
+			}
+		}
+		if derr := g.teardown(context.WithoutCancel(ctx)); derr != nil {
+			err = fmt.Errorf("%w (and tearing down: %v)", err, derr)
+		}
+		return nil, err
+	}
+	if err := writeToken(g.TokenFile); err != nil {
+		return fail(err)
+	}
+	if os.Geteuid() == 0 {
+		for _, p := range []string{g.StateDir, g.TokenFile} {
+			if err := os.Chown(p, runAs.uid, runAs.gid); err != nil {
+				return fail(fmt.Errorf("hand the state directory to uid %d: %w", runAs.uid, err))
+			}
+		}
+	}
+
+	create := createOptions(cfg, img.ID, runAs, home, g.StateDir)
+	say(fmt.Sprintf("creating container %s from %s", cfg.Name, cfg.Image))
+	created, err := cli.ContainerCreate(ctx, create)
+	if err != nil {
+		return fail(fmt.Errorf("create container: %w", err))
+	}
+	g.ID = created.ID
+	for _, w := range created.Warnings {
+		say("engine warning: " + w)
+	}
+	if _, err := cli.ContainerStart(ctx, g.ID, client.ContainerStartOptions{}); err != nil {
+		return fail(fmt.Errorf("start container: %w", err))
+	}
+	say("waiting for agentd")
+	if err := g.waitReady(ctx, cfg.StartTimeout); err != nil {
+		return fail(err)
+	}
+	if cfg.Network {
+		if g.TCPAddr, err = g.publishedAddr(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	say("guest ready at " + g.Addr)
+	return g, nil
+}
+
+// createOptions is the container's whole configuration; every hardening
+// setting is here.
+func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string) client.ContainerCreateOptions {
+	apps := ""
+	if cfg.Apps {
+		apps = "firefox mousepad"
+	}
+	env := []string{"SCREEN_SIZE=" + cfg.Size, "GUEST_APPS=" + apps}
+	if cfg.URL != "" {
+		env = append(env, "GUEST_URL="+cfg.URL)
+	}
+	netMode := container.NetworkMode("none")
+	var exposed network.PortSet
+	var published network.PortMap
+	if cfg.Network {
+		// agentd refuses wildcard addresses: it listens on the container's
+		// own address, and the engine forwards 127.0.0.1 of the host to it.
+		netMode = "bridge"
+		port := network.MustParsePort(strconv.Itoa(agentdPort) + "/tcp")
+		env = append(env, "AGENTD_LISTEN=container:"+strconv.Itoa(agentdPort))
+		exposed = network.PortSet{port: {}}
+		published = network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1")}}}
+	}
+	pids := cfg.PIDs
+	initProc := true // reaps the browser's orphaned helpers
+	return client.ContainerCreateOptions{
+		Name: cfg.Name,
+		Config: &container.Config{
+			Image:        imageID,
+			User:         runAs.String(),
+			Env:          env,
+			Labels:       map[string]string{LabelGuest: "1"},
+			ExposedPorts: exposed,
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode:    netMode,
+			PortBindings:   published,
+			CapDrop:        []string{"ALL"},
+			SecurityOpt:    []string{"no-new-privileges:true"},
+			ReadonlyRootfs: true,
+			Tmpfs: map[string]string{
+				"/tmp": "rw,nosuid,nodev,noexec,size=512m",
+				home:   fmt.Sprintf("rw,nosuid,nodev,noexec,size=1g,mode=0700,uid=%d,gid=%d", runAs.uid, runAs.gid),
+			},
+			Mounts: []mount.Mount{{
+				Type:   mount.TypeBind,
+				Source: stateDir,
+				Target: runDir,
+			}},
+			IpcMode: "private",
+			ShmSize: DefaultShmSize,
+			Init:    &initProc,
+			Resources: container.Resources{
+				Memory:     cfg.Memory,
+				MemorySwap: cfg.Memory,
+				PidsLimit:  &pids,
+			},
+		},
+	}
+}
+
+// findImage inspects the image, building it first when it is missing and
+// Config.Build says how.
+func findImage(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (client.ImageInspectResult, error) {
+	img, err := cli.ImageInspect(ctx, cfg.Image)
+	if err == nil {
+		return img, nil
+	}
+	if !isNotFound(err) {
+		return img, fmt.Errorf("inspect image %s: %w", cfg.Image, err)
+	}
+	if cfg.Build == nil {
+		return img, fmt.Errorf("image %s not found: build it (make docker-image) or set Config.Build", cfg.Image)
+	}
+	opts := *cfg.Build
+	opts.Tag = cfg.Image
+	say("image " + cfg.Image + " not found: building it")
+	if err := build(ctx, cli, opts, say); err != nil {
+		return img, err
+	}
+	img, err = cli.ImageInspect(ctx, cfg.Image)
+	if err != nil {
+		return img, fmt.Errorf("inspect image %s after building it: %w", cfg.Image, err)
+	}
+	return img, nil
+}
+
+// ids is a numeric user and group.
+type ids struct{ uid, gid int }
+
+func (i ids) String() string { return strconv.Itoa(i.uid) + ":" + strconv.Itoa(i.gid) }
+
+// imageUser reads the image's USER (numeric uid:gid, not root) and HOME.
+func imageUser(img client.ImageInspectResult) (ids, string, error) {
+	if img.Config == nil {
+		return ids{}, "", fmt.Errorf("image %s has no configuration", img.ID)
+	}
+	var u ids
+	us, gs, ok := strings.Cut(img.Config.User, ":")
+	var err1, err2 error
+	u.uid, err1 = strconv.Atoi(us)
+	u.gid, err2 = strconv.Atoi(gs)
+	if !ok || err1 != nil || err2 != nil || u.uid <= 0 || u.gid <= 0 {
+		return ids{}, "", fmt.Errorf("image %s: USER is %q: want a numeric non-root uid:gid", img.ID, img.Config.User)
+	}
+	for _, kv := range img.Config.Env {
+		if home, ok := strings.CutPrefix(kv, "HOME="); ok && path.IsAbs(home) && home != "/" {
+			return u, path.Clean(home), nil
+		}
+	}
+	return ids{}, "", fmt.Errorf("image %s sets no HOME", img.ID)
+}
+
+func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
+
+// fileOwner is the owner of a file on a unix host.
+func fileOwner(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("docker: random: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// writeToken writes a fresh token: 32 random bytes, hex, mode 0600.
+func writeToken(file string) error {
+	tok, err := randomHex(32)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("token file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	return nil
+}
+
+// Token reads agentd's token from TokenFile.
+func (g *Guest) Token() (string, error) {
+	b, err := os.ReadFile(g.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("docker guest %s: %w", g.Name, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// waitReady polls agentd's /healthz over the unix socket until it answers
+// 200, failing early when the container stops.
+func (g *Guest) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sock := strings.TrimPrefix(g.Addr, "unix:")
+	hc := &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			},
+			DisableKeepAlives: true,
+		},
+	}
+	last := "agentd's socket has not appeared"
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		if status, err := probe(ctx, hc); err == nil && status == http.StatusOK {
+			return nil
+		} else if err == nil {
+			last = fmt.Sprintf("/healthz answered %d", status)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			last = err.Error()
+		}
+		if i%10 == 0 {
+			st, err := g.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if !st.Running {
+				return fmt.Errorf("container %s (exit code %d) before agentd answered", st.State, st.ExitCode)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("agentd not ready after %v (%s): %w", timeout, last, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func probe(ctx context.Context, hc *http.Client) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://agentd/healthz", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// publishedAddr is the 127.0.0.1 port the engine picked for agentd.
+func (g *Guest) publishedAddr(ctx context.Context) (string, error) {
+	res, err := g.cli.ContainerInspect(ctx, g.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("inspect container: %w", err)
+	}
+	if ns := res.Container.NetworkSettings; ns != nil {
+		port := network.MustParsePort(strconv.Itoa(agentdPort) + "/tcp")
+		for _, b := range ns.Ports[port] {
+			if b.HostIP.IsLoopback() && b.HostPort != "" {
+				return net.JoinHostPort(b.HostIP.String(), b.HostPort), nil
+			}
+		}
+	}
+	return "", errors.New("agentd's port is not published on 127.0.0.1")
+}
+
+// Status asks the engine about the container.
+func (g *Guest) Status(ctx context.Context) (Status, error) {
+	res, err := g.cli.ContainerInspect(ctx, g.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return Status{}, fmt.Errorf("docker guest %s: inspect: %w", g.Name, err)
+	}
+	st := res.Container.State
+	if st == nil {
+		return Status{}, fmt.Errorf("docker guest %s: inspect: no state", g.Name)
+	}
+	s := Status{State: string(st.Status), Running: st.Running, ExitCode: st.ExitCode, OOMKilled: st.OOMKilled}
+	if st.Health != nil {
+		s.Health = string(st.Health.Status)
+	}
+	return s, nil
+}
+
+// Logs returns the container's last n lines of output (stdout and stderr
+// interleaved; n ≤ 0: all of it).
+func (g *Guest) Logs(ctx context.Context, n int) (string, error) {
+	tail := "all"
+	if n > 0 {
+		tail = strconv.Itoa(n)
+	}
+	rc, err := g.cli.ContainerLogs(ctx, g.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: tail})
+	if err != nil {
+		return "", fmt.Errorf("docker guest %s: logs: %w", g.Name, err)
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := stdcopy.StdCopy(&buf, &buf, rc); err != nil {
+		return buf.String(), fmt.Errorf("docker guest %s: logs: %w", g.Name, err)
+	}
+	return buf.String(), nil
+}
+
+// ReadFile returns a file of the running guest (an absolute path inside the
+// container, e.g. a file the exercise saved in the user's home), read by
+// the container's user through docker exec: agentd itself offers no file
+// access (SPEC §6). A missing file gives an error wrapping fs.ErrNotExist.
+func (g *Guest) ReadFile(ctx context.Context, file string) ([]byte, error) {
+	if !path.IsAbs(file) {
+		return nil, fmt.Errorf("docker guest %s: read %q: want an absolute path", g.Name, file)
+	}
+	ex, err := g.cli.ExecCreate(ctx, g.ID, client.ExecCreateOptions{
+		User:         g.user,
+		AttachStdout: true,
+		AttachStderr: true,
+		Cmd:          []string{"cat", "--", file},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("docker guest %s: read %s: %w", g.Name, file, err)
+	}
+	att, err := g.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("docker guest %s: read %s: %w", g.Name, file, err)
+	}
+	stop := context.AfterFunc(ctx, att.Close)
+	defer stop()
+	defer att.Close()
+	out := &limitedBuffer{max: MaxReadFile}
+	var errOut bytes.Buffer
+	_, copyErr := stdcopy.StdCopy(out, &errOut, att.Reader)
+	if copyErr != nil {
+		if ctx.Err() != nil {
+			copyErr = ctx.Err()
+		}
+		return nil, fmt.Errorf("docker guest %s: read %s: %w", g.Name, file, copyErr)
+	}
+	res, err := g.cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("docker guest %s: read %s: %w", g.Name, file, err)
+	}
+	if res.ExitCode != 0 {
+		msg := strings.TrimSpace(errOut.String())
+		if strings.Contains(msg, "No such file or directory") {
+			return nil, fmt.Errorf("docker guest %s: read %s: %w", g.Name, file, fs.ErrNotExist)
+		}
+		return nil, fmt.Errorf("docker guest %s: read %s: cat exited %d: %s", g.Name, file, res.ExitCode, msg)
+	}
+	return out.Bytes(), nil
+}
+
+// limitedBuffer fails writes past max bytes.
+type limitedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, fmt.Errorf("file is larger than %d bytes", b.max)
+	}
+	return b.Buffer.Write(p)
+}
+
+// Down stops and removes the container and removes the state directory
+// (token and socket with it). It is safe to call more than once; later
+// calls return the first call's result.
+func (g *Guest) Down(ctx context.Context) error {
+	g.downOnce.Do(func() {
+		g.downErr = g.teardown(ctx)
+		if err := g.cli.Close(); err != nil && g.downErr == nil {
+			g.downErr = fmt.Errorf("docker guest %s: close client: %w", g.Name, err)
+		}
+	})
+	return g.downErr
+}
+
+func (g *Guest) teardown(ctx context.Context) error {
+	var errs []error
+	if g.ID != "" {
+		// Stop first, so the entrypoint ends its children in order; the
+		// removal then kills whatever is left.
+		timeout := int(DefaultStopTimeout / time.Second)
+		if _, err := g.cli.ContainerStop(ctx, g.ID, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop: %w", err))
+		}
+		if _, err := g.cli.ContainerRemove(ctx, g.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove: %w", err))
+		}
+	}
+	if err := os.RemoveAll(g.StateDir); err != nil {
+		errs = append(errs, fmt.Errorf("remove state directory: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("docker guest %s: down: %w", g.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# The guest's entrypoint, run as the non-root desktop user. Starts, in order:
+# Xvfb, openbox, the applications (optional), agentd; then watches them.
+# Nothing is restarted: when any of them ends, the others are stopped and the
+# container exits non-zero, saying which one ended. SIGTERM (docker stop)
+# stops them all in reverse order and exits 0.
+#
+# Environment:
+#   DISPLAY        the X display to create (:99)
+#   SCREEN_SIZE    WxH or WxHxD, D 24 or 16 (1440x900)
+#   GUEST_APPS     space-separated, any of: firefox mousepad (none)
+#   GUEST_URL      the page Firefox opens (about:blank)
+#   AGENTD_LISTEN  agentd's TCP address (127.0.0.1:7010); host "container"
+#                  means the container's own address, for a published port
+#   XAUTHORITY     the X cookie file, written fresh at every start
+# agentd's private directory /run/agentd (a bind mount, 0700) must hold the
+# token file "token" (0600, owned by this user); agentd's unix socket
+# "agentd.sock" is created next to it.
+set -euo pipefail
+
+display="${DISPLAY:-:99}"
+size="${SCREEN_SIZE:-1440x900}"
+apps="${GUEST_APPS:-}"
+url="${GUEST_URL:-about:blank}"
+listen="${AGENTD_LISTEN:-127.0.0.1:7010}"
+run_dir=/run/agentd
+token_file="$run_dir/token"
+socket="$run_dir/agentd.sock"
+# Read by the healthcheck; private to the container.
+addr_file=/tmp/agentd.addr
+start_timeout=60
+
+say() { echo "entrypoint: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+declare -a names=() pids=()
+
+# stop_all stops the children one at a time in reverse start order (agentd
+# first, so it releases every key while the display is still there): TERM,
+# then KILL after two seconds.
+stop_all() {
+  local i n
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill -TERM "${pids[i]}" 2>/dev/null || continue
+    for ((n = 0; n < 20; n++)); do
+      kill -0 "${pids[i]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "${pids[i]}" 2>/dev/null || true
+  done
+}
+
+on_signal() {
+  say "stopping (signal)"
+  stop_all
+  exit 0
+}
+trap on_signal TERM INT
+
+# start NAME CMD...: starts a child and records it.
+start() {
+  local name="$1"
+  shift
+  "$@" &
+  names+=("$name")
+  pids+=($!)
+  say "started $name (pid $!)"
+}
+
+# check_children fails the start when a child already ended.
+check_children() {
+  local i status
+  for i in "${!pids[@]}"; do
+    if ! kill -0 "${pids[i]}" 2>/dev/null; then
+      status=0
+      wait "${pids[i]}" || status=$?
+      stop_all
+      die "${names[i]} exited during start (status $status)"
+    fi
+  done
+}
+
+# wait_for WHAT CMD...: polls CMD until it succeeds, bounded, while checking
+# that every child is still running.
+wait_for() {
+  local what="$1" deadline=$((SECONDS + start_timeout))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    check_children
+    ((SECONDS < deadline)) || { stop_all; die "timed out after ${start_timeout}s waiting for $what"; }
+    sleep 0.1
+  done
+}
+
+# has_wm: a window manager has announced itself on the root window (xprop
+# exits 0 whether or not the property exists).
+has_wm() { xprop -root _NET_SUPPORTING_WM_CHECK | grep -q 'window id'; }
+
+# has_window CLASS: the window manager manages a window whose WM_CLASS
+# class is CLASS (applications make hidden helper windows of the same class
+# first).
+has_window() {
+  local id
+  for id in $(xprop -root _NET_CLIENT_LIST | grep -o '0x[0-9a-f]*'); do
+    xprop -id "$id" WM_CLASS | grep -qF "\"$1\"" && return 0
+  done
+  return 1
+}
+
+[ "$(id -u)" -ne 0 ] || die "refusing to run as root: run the container with a non-root --user"
+[[ "$size" =~ ^([0-9]+)x([0-9]+)(x(24|16))?$ ]] || die "SCREEN_SIZE=$size: want WxH or WxHxD (D 24 or 16)"
+width="${BASH_REMATCH[1]}" height="${BASH_REMATCH[2]}" depth="${BASH_REMATCH[4]:-24}"
+[[ "$display" =~ ^:([0-9]+)$ ]] || die "DISPLAY=$display: want :N"
+dnum="${BASH_REMATCH[1]}"
+[ -d "$run_dir" ] && [ -w "$run_dir" ] || die "$run_dir is missing or not writable by uid $(id -u): bind-mount agentd's private directory there"
+[ -r "$token_file" ] || die "no readable token file at $token_file: write the token there (mode 0600, owner uid $(id -u))"
+for app in $apps; do
+  case "$app" in
+    firefox | mousepad) ;;
+    *) die "GUEST_APPS: unknown application $app (firefox, mousepad)" ;;
+  esac
+done
+if [[ "$listen" == container:* ]]; then
+  own="$(hostname -i | awk '{print $1}')"
+  [ -n "$own" ] || die "AGENTD_LISTEN=$listen: the container has no address of its own (network none?)"
+  listen="$own:${listen#container:}"
+fi
+
+# What a previous run of this container left (a restart keeps the writable
+# layer when /tmp is not a tmpfs): the X lock and socket, agentd's socket.
+rm -f "/tmp/.X$dnum-lock" "/tmp/.X11-unix/X$dnum" "$socket" "$addr_file"
+
+export XAUTHORITY="${XAUTHORITY:-$HOME/.Xauthority}"
+(umask 077 && : >"$XAUTHORITY" && xauth -q -f "$XAUTHORITY" add "$display" . "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')")
+# Xvfb, not being root, does not make the socket directory itself.
+mkdir -p -m 1777 /tmp/.X11-unix
+# GTK applications without a session bus: no accessibility bus, settings
+# kept in memory (otherwise every change warns about dbus-launch).
+export NO_AT_BRIDGE=1 GSETTINGS_BACKEND=memory
+
+# -noreset: without it the server resets when its last client leaves, and
+# a client connecting during the reset (openbox right after the probe) fails.
+start xvfb Xvfb "$display" -screen 0 "${width}x${height}x${depth}" -nolisten tcp -noreset -auth "$XAUTHORITY"
+export DISPLAY="$display"
+wait_for "the display $display" xdpyinfo
+
+start openbox openbox --sm-disable
+wait_for "the window manager" has_wm
+
+for app in $apps; do
+  case "$app" in
+    firefox)
+      mkdir -p "$HOME/firefox-profile"
+      start firefox firefox-esr --no-remote --profile "$HOME/firefox-profile" "$url"
+      wait_for "a Firefox window" has_window firefox-esr
+      ;;
+    mousepad)
+      start mousepad mousepad
+      wait_for "a Mousepad window" has_window Mousepad
+      ;;
+  esac
+done
+
+start agentd agentd --display "$display" --listen "$listen" --addr-file "$addr_file" \
+  --token-file "$token_file" --socket "$socket"
+
+# Watch: the first child to end ends the container.
+status=0
+ended=""
+wait -n -p ended "${pids[@]}" || status=$?
+for i in "${!pids[@]}"; do
+  [ "${pids[i]}" = "$ended" ] && name="${names[i]}"
+done
+say "${name:-a child} exited (status $status); stopping the others"
+stop_all
+exit $((status == 0 ? 1 : status))
