@@ -353,7 +353,10 @@ func shmSegments(t *testing.T) map[string]bool {
 	t.Helper()
 	data, err := os.ReadFile("/proc/sysvipc/shm")
 	if err != nil {
-		t.Skipf("no /proc/sysvipc/shm: %v", err)
+		if os.Getenv("AGENTD_REQUIRE_X") != "" {
+			t.Fatalf("missing /proc/sysvipc/shm (AGENTD_REQUIRE_X is set): %v", err)
+		}
+		t.Skipf("missing prerequisite /proc/sysvipc/shm: %v", err)
 	}
 	ids := map[string]bool{}
 	pid := fmt.Sprint(os.Getpid())
@@ -567,7 +570,7 @@ func startXvfb(t *testing.T, display string, w, h int) *xserver {
 	cmd := exec.Command("Xvfb", display, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp", "-noreset")
 	if err := cmd.Start(); err != nil {
 		if _, lookErr := exec.LookPath("Xvfb"); lookErr != nil && os.Getenv("AGENTD_REQUIRE_X") == "" {
-			t.Skipf("Xvfb not installed: %v", lookErr)
+			t.Skipf("missing prerequisite: Xvfb is not installed: %v", lookErr)
 		}
 		t.Fatal(err)
 	}

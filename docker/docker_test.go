@@ -45,7 +45,7 @@ func needImage(t *testing.T) *client.Client {
 		if require {
 			t.Fatalf(format, args...)
 		}
-		t.Skipf(format+" (set AGENTD_REQUIRE_DOCKER=1 to fail instead)", args...)
+		t.Skipf("missing prerequisite: "+format+" (set AGENTD_REQUIRE_DOCKER=1 to fail instead)", args...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -55,7 +55,7 @@ func requireDesktop(t *testing.T) {
 			if os.Getenv("AGENTD_REQUIRE_X") != "" {
 				t.Fatalf("%s not installed (AGENTD_REQUIRE_X is set): %v", p, err)
 			}
-			t.Skipf("%s not installed (run 'make deps'): %v", p, err)
+			t.Skipf("missing prerequisite: %s is not installed (run 'make deps'): %v", p, err)
 		}
 	}
 }

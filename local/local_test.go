@@ -48,7 +48,7 @@ func requireX(t *testing.T) {
 			if os.Getenv("AGENTD_REQUIRE_X") != "" {
 				t.Fatalf("%s not installed (AGENTD_REQUIRE_X is set): %v", p, err)
 			}
-			t.Skipf("%s not installed: %v", p, err)
+			t.Skipf("missing prerequisite: %s is not installed: %v", p, err)
 		}
 	}
 }
@@ -322,7 +322,7 @@ func TestRealAgentd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("real agentd not built (%v): run 'make build'", err)
+		t.Skipf("missing prerequisite: the real agentd is not built (%v): run 'make build'", err)
 	}
 	cfg := testConfig(t)
 	cfg.AgentdPath = path

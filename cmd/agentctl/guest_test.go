@@ -117,7 +117,7 @@ func TestGuestUpStatusDown(t *testing.T) {
 			if os.Getenv("AGENTD_REQUIRE_X") != "" {
 				t.Fatalf("%s not installed (AGENTD_REQUIRE_X is set)", p)
 			}
-			t.Skipf("%s not installed: %v", p, err)
+			t.Skipf("missing prerequisite: %s is not installed: %v", p, err)
 		}
 	}
 	dir := t.TempDir()
