@@ -3,7 +3,7 @@ GO        ?= go
 BIN       ?= bin
 GOFLAGS_T ?= -race -count=1
 FUZZTIME  ?= 20s
-GUEST     ?= local
+GUEST     ?= docker
 
 .DEFAULT_GOAL := help
 
@@ -28,7 +28,7 @@ test: build ## Run every test (unit and integration on a private Xvfb) with -rac
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_T) ./...
 
 .PHONY: exercise
-exercise: build ## Run the no-API-key exercise on a local guest (GUEST=local).
+exercise: build $(if $(filter docker,$(GUEST)),docker-image) ## Run the no-API-key exercise in a Docker guest (GUEST=local: on this machine).
 	$(BIN)/agentctl exercise --guest $(GUEST)
 
 .PHONY: bench

@@ -187,6 +187,10 @@ func (s *Server) authorize(r *http.Request) (int, string) {
 	return 0, ""
 }
 
+// handoverWait is how long a new controller waits for the previous one's
+// session to finish ending before it is told "busy".
+const handoverWait = time.Second
+
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	if code, msg := s.authorize(r); code != 0 {
 		s.cfg.Logf("refused %s from %s: %s", r.URL.Path, r.RemoteAddr, msg)
@@ -209,6 +213,21 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(wire.MaxRequestBytes)
 
 	s.mu.Lock()
+	if s.active && !s.closing {
+		// A controller that has just closed its connection may still be
+		// releasing what it held: a new one waits briefly for the handover
+		// instead of getting "busy" from a client that is already gone.
+		idle := s.idle
+		s.mu.Unlock()
+		t := time.NewTimer(handoverWait)
+		select {
+		case <-idle:
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+		s.mu.Lock()
+	}
 	if s.closing {
 		s.mu.Unlock()
 		conn.Close(websocket.StatusGoingAway, "agentd is shutting down")

@@ -71,6 +71,7 @@ const (
 	runDir     = "/run/agentd"
 	tokenName  = "token"
 	socketName = "agentd.sock"
+	configName = "config"
 	agentdPort = 7010
 )
 
@@ -91,11 +92,19 @@ type Config struct {
 	// Network gives the container a bridge network (default: none, only its
 	// own loopback) and publishes agentd's port on 127.0.0.1 (Guest.TCPAddr).
 	Network bool
-	// Apps starts the exercise applications, Firefox ESR and Mousepad,
-	// before agentd.
-	Apps bool
+	// Apps are the applications the entrypoint starts before agentd, in
+	// this order: any of "form" (the exercise's pickup form), "firefox",
+	// "mousepad" (docker/entrypoint.sh, GUEST_APPS). Default none.
+	Apps []string
 	// URL is the page Firefox opens. Default about:blank.
 	URL string
+	// File is the file Mousepad opens (created empty when missing), a path
+	// in the container; relative paths are in the user's home.
+	File string
+	// ConfigDir, if set, is a host directory copied into the guest's state
+	// directory and given to the entrypoint as GUEST_CONFIG_DIR: window
+	// manager rules, browser profile, editor settings (exercise.WriteConfig).
+	ConfigDir string
 	// Build, if set, builds Image with these options when it is missing
 	// (Build.Tag is replaced by Image). Nil: a missing image is an error.
 	Build *BuildOptions
@@ -126,6 +135,9 @@ type Guest struct {
 	StateDir string
 	// Width and Height are the screen's size in pixels.
 	Width, Height int
+	// Home is the container user's home (a tmpfs): where applications save
+	// files, for ReadFile.
+	Home string
 
 	cli  *client.Client
 	user string // uid:gid that execs run as
@@ -203,6 +215,9 @@ func privateDir(dir string) error {
 	return nil
 }
 
+// knownApps are the applications docker/entrypoint.sh can start.
+var knownApps = map[string]bool{"form": true, "firefox": true, "mousepad": true}
+
 var (
 	sizeRE = regexp.MustCompile(`^([0-9]{2,5})x([0-9]{2,5})(x(24|16))?$`)
 	// The engine's own rule for names; the name also names the state directory.
@@ -243,6 +258,19 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
+	}
+	for _, app := range cfg.Apps {
+		if !knownApps[app] {
+			return cfg, fmt.Errorf("docker guest: unknown application %q (form, firefox, mousepad)", app)
+		}
+	}
+	if strings.ContainsAny(cfg.URL+cfg.File, "\x00\n") {
+		return cfg, errors.New("docker guest: URL and File must be one line")
+	}
+	if cfg.ConfigDir != "" {
+		if fi, err := os.Stat(cfg.ConfigDir); err != nil || !fi.IsDir() {
+			return cfg, fmt.Errorf("docker guest: ConfigDir %q is not a directory", cfg.ConfigDir)
+		}
 	}
 	return cfg, nil
 }
@@ -306,6 +334,7 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 		StateDir: filepath.Join(root, cfg.Name),
 		Width:    w,
 		Height:   h,
+		Home:     home,
 		cli:      cli,
 		user:     runAs.String(),
 	}
@@ -333,11 +362,22 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 	if err := writeToken(g.TokenFile); err != nil {
 		return fail(err)
 	}
+	if cfg.ConfigDir != "" {
+		if err := os.CopyFS(filepath.Join(g.StateDir, configName), os.DirFS(cfg.ConfigDir)); err != nil {
+			return fail(fmt.Errorf("copy the configuration directory: %w", err))
+		}
+	}
 	if os.Geteuid() == 0 {
-		for _, p := range []string{g.StateDir, g.TokenFile} {
-			if err := os.Chown(p, runAs.uid, runAs.gid); err != nil {
-				return fail(fmt.Errorf("hand the state directory to uid %d: %w", runAs.uid, err))
+		// The whole tree: the token, and the configuration the applications
+		// copy and the browser writes to.
+		err := filepath.WalkDir(g.StateDir, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
 			}
+			return os.Lchown(p, runAs.uid, runAs.gid)
+		})
+		if err != nil {
+			return fail(fmt.Errorf("hand the state directory to uid %d: %w", runAs.uid, err))
 		}
 	}
 
@@ -367,16 +407,78 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 	return g, nil
 }
 
+// Open finds a guest that Up started, possibly in another process, by its
+// container name; stateRoot is the Config.StateRoot it was started with
+// ("" for the default). The guest it returns serves Status, Logs, ReadFile
+// and Down.
+func Open(ctx context.Context, name, stateRoot string) (*Guest, error) {
+	if !nameRE.MatchString(name) {
+		return nil, fmt.Errorf("docker guest: name %q: want letters, digits and _.- only", name)
+	}
+	if stateRoot == "" {
+		var err error
+		if stateRoot, err = StateRoot(); err != nil {
+			return nil, err
+		}
+	}
+	cli, err := NewClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g, err := open(ctx, cli, name, stateRoot)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker guest %s: %w", name, err)
+	}
+	return g, nil
+}
+
+func open(ctx context.Context, cli *client.Client, name, stateRoot string) (*Guest, error) {
+	res, err := cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if isNotFound(err) {
+		return nil, fmt.Errorf("no such container: %w", fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	c := res.Container
+	if c.Config == nil || c.Config.Labels[LabelGuest] != "1" {
+		return nil, fmt.Errorf("container %s was not started by agentd (no %s label)", name, LabelGuest)
+	}
+	g := &Guest{ID: c.ID, Name: name, StateDir: filepath.Join(stateRoot, name), cli: cli, user: c.Config.User}
+	g.TokenFile = filepath.Join(g.StateDir, tokenName)
+	g.Addr = "unix:" + filepath.Join(g.StateDir, socketName)
+	for _, kv := range c.Config.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HOME":
+			g.Home = v
+		case "SCREEN_SIZE":
+			if m := sizeRE.FindStringSubmatch(v); m != nil {
+				g.Width, _ = strconv.Atoi(m[1])
+				g.Height, _ = strconv.Atoi(m[2])
+			}
+		}
+	}
+	if c.HostConfig != nil && c.HostConfig.NetworkMode == "bridge" {
+		// A stopped container has no published port; Down works without.
+		g.TCPAddr, _ = g.publishedAddr(ctx)
+	}
+	return g, nil
+}
+
 // createOptions is the container's whole configuration; every hardening
 // setting is here.
 func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string) client.ContainerCreateOptions {
-	apps := ""
-	if cfg.Apps {
-		apps = "firefox mousepad"
-	}
-	env := []string{"SCREEN_SIZE=" + cfg.Size, "GUEST_APPS=" + apps}
+	env := []string{"SCREEN_SIZE=" + cfg.Size, "GUEST_APPS=" + strings.Join(cfg.Apps, " ")}
 	if cfg.URL != "" {
 		env = append(env, "GUEST_URL="+cfg.URL)
+	}
+	if cfg.File != "" {
+		env = append(env, "GUEST_FILE="+cfg.File)
+	}
+	if cfg.ConfigDir != "" {
+		env = append(env, "GUEST_CONFIG_DIR="+path.Join(runDir, configName))
 	}
 	netMode := container.NetworkMode("none")
 	var exposed network.PortSet
@@ -698,6 +800,10 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	return b.Buffer.Write(p)
 }
+
+// Close releases the connection to the engine; the container keeps
+// running (Open finds it again).
+func (g *Guest) Close() error { return g.cli.Close() }
 
 // Down stops and removes the container and removes the state directory
 // (token and socket with it). It is safe to call more than once; later

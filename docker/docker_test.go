@@ -405,7 +405,7 @@ func TestTwoGuestsAreIsolated(t *testing.T) {
 
 func TestAppsStart(t *testing.T) {
 	cli := needImage(t)
-	g := upGuest(t, Config{Size: "1280x800", Apps: true})
+	g := upGuest(t, Config{Size: "1280x800", Apps: []string{"firefox", "mousepad"}})
 	c := dial(t, g.Addr, token(t, g))
 	// The entrypoint waited for both windows before starting agentd; once
 	// the screen settles they are drawn.

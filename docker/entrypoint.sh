@@ -8,8 +8,17 @@
 # Environment:
 #   DISPLAY        the X display to create (:99)
 #   SCREEN_SIZE    WxH or WxHxD, D 24 or 16 (1440x900)
-#   GUEST_APPS     space-separated, any of: firefox mousepad (none)
+#   GUEST_APPS     space-separated, started in this order, any of:
+#                  form (the exercise's pickup form on 127.0.0.1:8080, results
+#                  in $HOME/form), firefox, mousepad (none)
 #   GUEST_URL      the page Firefox opens (about:blank)
+#   GUEST_FILE     the file Mousepad opens, created empty if missing; relative
+#                  to $HOME (none)
+#   GUEST_CONFIG_DIR  optional configuration, each part used when present:
+#                  openbox-rc.xml (window manager rules), firefox-profile/
+#                  (copied as the browser profile), mousepad-config/ (the
+#                  editor's XDG_CONFIG_HOME, copied) — exercise.WriteConfig
+#                  writes such a directory
 #   AGENTD_LISTEN  agentd's TCP address (127.0.0.1:7010); host "container"
 #                  means the container's own address, for a published port
 #   XAUTHORITY     the X cookie file, written fresh at every start
@@ -22,6 +31,8 @@ display="${DISPLAY:-:99}"
 size="${SCREEN_SIZE:-1440x900}"
 apps="${GUEST_APPS:-}"
 url="${GUEST_URL:-about:blank}"
+file="${GUEST_FILE:-}"
+config_dir="${GUEST_CONFIG_DIR:-}"
 listen="${AGENTD_LISTEN:-127.0.0.1:7010}"
 run_dir=/run/agentd
 token_file="$run_dir/token"
@@ -116,10 +127,14 @@ dnum="${BASH_REMATCH[1]}"
 [ -r "$token_file" ] || die "no readable token file at $token_file: write the token there (mode 0600, owner uid $(id -u))"
 for app in $apps; do
   case "$app" in
-    firefox | mousepad) ;;
-    *) die "GUEST_APPS: unknown application $app (firefox, mousepad)" ;;
+    form | firefox | mousepad) ;;
+    *) die "GUEST_APPS: unknown application $app (form, firefox, mousepad)" ;;
   esac
 done
+[ -z "$config_dir" ] || [ -d "$config_dir" ] || die "GUEST_CONFIG_DIR=$config_dir is not a directory"
+if [ -n "$file" ] && [[ "$file" != /* ]]; then
+  file="$HOME/$file"
+fi
 if [[ "$listen" == container:* ]]; then
   own="$(hostname -i | awk '{print $1}')"
   [ -n "$own" ] || die "AGENTD_LISTEN=$listen: the container has no address of its own (network none?)"
@@ -144,19 +159,46 @@ start xvfb Xvfb "$display" -screen 0 "${width}x${height}x${depth}" -nolisten tcp
 export DISPLAY="$display"
 wait_for "the display $display" xdpyinfo
 
-start openbox openbox --sm-disable
+wm_args=(--sm-disable)
+[ -z "$config_dir" ] || [ ! -f "$config_dir/openbox-rc.xml" ] || wm_args+=(--config-file "$config_dir/openbox-rc.xml")
+start openbox openbox "${wm_args[@]}"
 wait_for "the window manager" has_wm
 
+# The window classes are the exercise's (exercise.BrowserClass and
+# EditorClass): its window manager rules place windows by them.
 for app in $apps; do
   case "$app" in
+    form)
+      start form pickup-form --listen 127.0.0.1:8080 --dir "$HOME/form"
+      wait_for "the form server" bash -c ': </dev/tcp/127.0.0.1/8080'
+      ;;
     firefox)
-      mkdir -p "$HOME/firefox-profile"
-      start firefox firefox-esr --no-remote --profile "$HOME/firefox-profile" "$url"
-      wait_for "a Firefox window" has_window firefox-esr
+      rm -rf "$HOME/firefox-profile"
+      if [ -n "$config_dir" ] && [ -d "$config_dir/firefox-profile" ]; then
+        cp -r "$config_dir/firefox-profile" "$HOME/firefox-profile"
+      else
+        mkdir -p "$HOME/firefox-profile"
+      fi
+      # Never --no-sandbox: the content processes keep their seccomp sandbox.
+      MOZ_CRASHREPORTER_DISABLE=1 start firefox firefox-esr --new-instance --profile "$HOME/firefox-profile" \
+        --class agentd-browser "$url"
+      wait_for "a Firefox window" has_window agentd-browser
       ;;
     mousepad)
-      start mousepad mousepad
-      wait_for "a Mousepad window" has_window Mousepad
+      mousepad_args=(--disable-server --class agentd-editor --encoding UTF-8)
+      if [ -n "$file" ]; then
+        mkdir -p "$(dirname "$file")"
+        [ -e "$file" ] || : >"$file"
+        mousepad_args+=("$file")
+      fi
+      # Settings from a key file instead of dconf: there is no session bus.
+      rm -rf "$HOME/mousepad-config"
+      mkdir -p "$HOME/mousepad-config"
+      if [ -n "$config_dir" ] && [ -d "$config_dir/mousepad-config" ]; then
+        cp -r "$config_dir/mousepad-config/." "$HOME/mousepad-config/"
+      fi
+      GSETTINGS_BACKEND=keyfile XDG_CONFIG_HOME="$HOME/mousepad-config" start mousepad mousepad "${mousepad_args[@]}"
+      wait_for "a Mousepad window" has_window agentd-editor
       ;;
   esac
 done

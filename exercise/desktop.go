@@ -23,7 +23,8 @@ import (
 )
 
 // Window classes the applications are started with (WM_CLASS class), by
-// which the window manager places them and Up waits for them.
+// which the window manager places them and Up waits for them. The guest
+// entrypoint (docker/entrypoint.sh) starts them with the same classes.
 const (
 	BrowserClass = "agentd-browser"
 	EditorClass  = "agentd-editor"
@@ -69,8 +70,8 @@ func Prepare(cfg Config) (*Desktop, error) {
 		Dir:           cfg.Dir,
 		NoteFile:      filepath.Join(cfg.Dir, "note.txt"),
 		cfg:           cfg,
-		openboxConfig: filepath.Join(cfg.Dir, "openbox-rc.xml"),
-		profile:       filepath.Join(cfg.Dir, "firefox-profile"),
+		openboxConfig: filepath.Join(cfg.Dir, openboxConfigName),
+		profile:       filepath.Join(cfg.Dir, firefoxProfileName),
 	}
 	if err := d.writeFiles(); err != nil {
 		_ = os.RemoveAll(cfg.Dir)
@@ -86,27 +87,44 @@ func Prepare(cfg Config) (*Desktop, error) {
 }
 
 func (d *Desktop) writeFiles() error {
+	if err := os.WriteFile(d.NoteFile, nil, 0o600); err != nil {
+		return err
+	}
+	return WriteConfig(d.Dir)
+}
+
+// Names of the configuration files in a desktop's directory; the guest
+// entrypoint (docker/entrypoint.sh, GUEST_CONFIG_DIR) reads the same names.
+const (
+	openboxConfigName  = "openbox-rc.xml"
+	firefoxProfileName = "firefox-profile"
+	editorConfigName   = "mousepad-config"
+)
+
+// WriteConfig writes the applications' configuration into dir: the window
+// manager's rules, the browser profile and the editor's settings. A Docker
+// or VM guest gets this directory as its GUEST_CONFIG_DIR.
+func WriteConfig(dir string) error {
 	files := []struct {
 		path, content string
 	}{
-		{d.NoteFile, ""},
-		{d.openboxConfig, openboxRC},
-		{filepath.Join(d.profile, "user.js"), firefoxPrefs},
-		{filepath.Join(d.profile, "chrome", "userChrome.css"), userChromeCSS},
-		{filepath.Join(d.editorConfig(), "glib-2.0", "settings", "keyfile"), mousepadSettings},
+		{filepath.Join(dir, openboxConfigName), openboxRC},
+		{filepath.Join(dir, firefoxProfileName, "user.js"), firefoxPrefs},
+		{filepath.Join(dir, firefoxProfileName, "chrome", "userChrome.css"), userChromeCSS},
+		{filepath.Join(dir, editorConfigName, "glib-2.0", "settings", "keyfile"), mousepadSettings},
 	}
 	for _, f := range files {
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
-			return err
+			return fmt.Errorf("exercise: %w", err)
 		}
 		if err := os.WriteFile(f.path, []byte(f.content), 0o600); err != nil {
-			return err
+			return fmt.Errorf("exercise: %w", err)
 		}
 	}
 	return nil
 }
 
-func (d *Desktop) editorConfig() string { return filepath.Join(d.Dir, "mousepad-config") }
+func (d *Desktop) editorConfig() string { return filepath.Join(d.Dir, editorConfigName) }
 
 // Configure sets a local guest's screen size, window manager rules and
 // applications for this desktop.

@@ -60,10 +60,11 @@ var datePattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 // nothing else: other paths, methods, content types, fields or origins
 // are refused and change nothing.
 type RecordServer struct {
-	path   string
-	addr   string
-	origin string
-	srv    *http.Server
+	path       string
+	reportPath string
+	addr       string
+	origin     string
+	srv        *http.Server
 
 	mu       sync.Mutex // serialises appends; guards the fields below
 	last     *Record
@@ -74,20 +75,36 @@ type RecordServer struct {
 // NewRecordServer listens on 127.0.0.1 (a free port) and serves until
 // Close. Submissions are appended to recordFile (created 0600 if missing).
 func NewRecordServer(recordFile string) (*RecordServer, error) {
+	return ListenRecordServer("127.0.0.1:0", recordFile, "")
+}
+
+// ListenRecordServer is NewRecordServer on a given loopback address. With
+// reportFile set, each page report is also written there (JSON, 0600): a
+// record server inside a guest (cmd/pickup-form) is read from outside
+// through files.
+func ListenRecordServer(addr, recordFile, reportFile string) (*RecordServer, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("record server: address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("record server: address %q: want a loopback IP address", addr)
+	}
 	f, err := os.OpenFile(recordFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("record file: %w", err)
 	}
 	f.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("record server: %w", err)
 	}
 	s := &RecordServer{
-		path:     recordFile,
-		addr:     ln.Addr().String(),
-		origin:   "http://" + ln.Addr().String(),
-		reported: make(chan struct{}),
+		path:       recordFile,
+		reportPath: reportFile,
+		addr:       ln.Addr().String(),
+		origin:     "http://" + ln.Addr().String(),
+		reported:   make(chan struct{}),
 	}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
@@ -125,6 +142,11 @@ func ReadRecords(path string) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
 	}
+	return ParseRecords(data, path)
+}
+
+// ParseRecords parses a record file's content; name names it in errors.
+func ParseRecords(data []byte, name string) ([]Record, error) {
 	var out []Record
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -133,12 +155,12 @@ func ReadRecords(path string) ([]Record, error) {
 		dec.DisallowUnknownFields()
 		var r Record
 		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("records: %s line %d: %w", path, n, err)
+			return nil, fmt.Errorf("records: %s line %d: %w", name, n, err)
 		}
 		out = append(out, r)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("records: %s: %w", path, err)
+		return nil, fmt.Errorf("records: %s: %w", name, err)
 	}
 	return out, nil
 }
@@ -339,9 +361,31 @@ func (s *RecordServer) serveLoaded(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	first := s.report == nil
 	s.report = &rep
+	err := s.writeReport(rep)
 	s.mu.Unlock()
 	if first {
 		close(s.reported)
 	}
+	if err != nil {
+		http.Error(w, "could not save the report", http.StatusInternalServerError)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeReport replaces the report file, if any, in one rename, so a reader
+// never sees half a report.
+func (s *RecordServer) writeReport(rep PageReport) error {
+	if s.reportPath == "" {
+		return nil
+	}
+	data, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	tmp := s.reportPath + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.reportPath)
 }

@@ -28,8 +28,12 @@ type RunConfig struct {
 	Out io.Writer
 	// RecordDir is where the run record folder is created; default "runs".
 	RecordDir string
-	// AgentdPath is the agentd binary (see local.Config.AgentdPath).
+	// AgentdPath is the agentd binary of a local guest (see
+	// local.Config.AgentdPath).
 	AgentdPath string
+	// Remote, if set, starts the desktop in a Docker or VM guest instead of
+	// a local one.
+	Remote StartRemote
 }
 
 // Report is what an exercise run did and found.
@@ -45,9 +49,10 @@ type Report struct {
 	BeforeAction int           // actions BeforeAction approved
 }
 
-// Run starts a local exercise guest, lets the scripted model drive it
-// through the real runner and SDK, verifies the results on the desktop and
-// tears the guest down. A mismatch is an error that says what differed.
+// Run starts an exercise guest (local, or cfg.Remote's), lets the scripted
+// model drive it through the real runner and SDK, verifies the results on
+// the desktop and tears the guest down. A mismatch is an error that says
+// what differed.
 func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	start := time.Now()
 	out := cfg.Out
@@ -68,47 +73,90 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		return nil, fmt.Errorf("exercise: %w", err)
 	}
 	defer os.RemoveAll(work)
-	desk, err := Prepare(Config{Dir: filepath.Join(work, "desktop")})
+
+	var g *exerciseGuest
+	if cfg.Remote != nil {
+		g, err = upRemote(ctx, cfg.Remote, work, out)
+	} else {
+		g, err = upLocal(ctx, cfg.AgentdPath, work, out)
+	}
 	if err != nil {
 		return nil, err
-	}
-	defer desk.Close()
-
-	fmt.Fprintf(out, "starting the exercise desktop (Xvfb, openbox, Firefox ESR, mousepad, agentd)…\n")
-	lcfg := local.Config{StateDir: filepath.Join(work, "guest"), AgentdPath: cfg.AgentdPath}
-	desk.Configure(&lcfg)
-	g, err := local.Up(ctx, lcfg)
-	if err != nil {
-		return nil, fmt.Errorf("exercise: guest up: %w", err)
 	}
 	rep.GuestUp = time.Since(start)
 	defer func() {
 		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := g.Down(downCtx); err != nil {
+		if err := g.down(downCtx); err != nil {
 			fmt.Fprintf(out, "warning: guest down: %v\n", err)
 		}
 	}()
-	fmt.Fprintf(out, "guest up on display %s, agentd at %s (%s)\n", g.Display, g.Addr, rep.GuestUp.Round(time.Millisecond))
+	fmt.Fprintf(out, "guest up: %s, agentd at %s (%s)\n", g.describe, g.addr, rep.GuestUp.Round(time.Millisecond))
 
-	runErr := drive(ctx, g, out, cfg, rep)
-	if runErr != nil {
-		return rep, runErr
+	if err := drive(ctx, g.addr, g.tokenFile, out, cfg, rep); err != nil {
+		return rep, err
 	}
-	if err := Verify(desk); err != nil {
+	records, note, err := g.results(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if err := verify(records, note); err != nil {
 		return rep, err
 	}
 	rep.Total = time.Since(start)
 	return rep, nil
 }
 
+// exerciseGuest is a started exercise desktop, wherever it runs.
+type exerciseGuest struct {
+	describe  string
+	addr      string
+	tokenFile string
+	results   func(context.Context) (records []Record, note []byte, err error)
+	down      func(context.Context) error
+}
+
+func upLocal(ctx context.Context, agentdPath, work string, out io.Writer) (*exerciseGuest, error) {
+	desk, err := Prepare(Config{Dir: filepath.Join(work, "desktop")})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "starting the exercise desktop (Xvfb, openbox, Firefox ESR, mousepad, agentd)…\n")
+	lcfg := local.Config{StateDir: filepath.Join(work, "guest"), AgentdPath: agentdPath}
+	desk.Configure(&lcfg)
+	g, err := local.Up(ctx, lcfg)
+	if err != nil {
+		desk.Close()
+		return nil, fmt.Errorf("exercise: guest up: %w", err)
+	}
+	return &exerciseGuest{
+		describe:  "local, display " + g.Display,
+		addr:      g.Addr,
+		tokenFile: g.TokenFile,
+		results: func(context.Context) ([]Record, []byte, error) {
+			recs, err := desk.Record.Records()
+			if err != nil {
+				return nil, nil, fmt.Errorf("exercise: read records: %w", err)
+			}
+			note, err := os.ReadFile(desk.NoteFile)
+			if err != nil {
+				return nil, nil, fmt.Errorf("exercise: read the saved note: %w", err)
+			}
+			return recs, note, nil
+		},
+		down: func(ctx context.Context) error {
+			return errors.Join(g.Down(ctx), desk.Close())
+		},
+	}, nil
+}
+
 // drive runs the scripted model against the guest through the runner.
-func drive(ctx context.Context, g *local.Guest, out io.Writer, cfg RunConfig, rep *Report) error {
-	token, err := os.ReadFile(g.TokenFile)
+func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunConfig, rep *Report) error {
+	token, err := os.ReadFile(tokenFile)
 	if err != nil {
 		return fmt.Errorf("exercise: token: %w", err)
 	}
-	client, err := guest.Dial(ctx, g.Addr, strings.TrimSpace(string(token)))
+	client, err := guest.Dial(ctx, addr, strings.TrimSpace(string(token)))
 	if err != nil {
 		return fmt.Errorf("exercise: %w", err)
 	}
@@ -207,14 +255,22 @@ func checkAcknowledged(model *respserver.Server) error {
 	return errors.New("exercise: no request acknowledged the submit safety check")
 }
 
-// Verify checks the real results: exactly one record with the typed values,
-// and the note saved byte for byte.
+// Verify checks the real results of a local desktop: exactly one record
+// with the typed values, and the note saved byte for byte.
 func Verify(d *Desktop) error {
-	var problems []string
 	recs, err := d.Record.Records()
 	if err != nil {
 		return fmt.Errorf("exercise: read records: %w", err)
 	}
+	note, err := os.ReadFile(d.NoteFile)
+	if err != nil {
+		return fmt.Errorf("exercise: read the saved note: %w", err)
+	}
+	return verify(recs, note)
+}
+
+func verify(recs []Record, note []byte) error {
+	var problems []string
 	if len(recs) != 1 {
 		problems = append(problems, fmt.Sprintf("want exactly 1 record, found %d", len(recs)))
 	} else {
@@ -232,10 +288,7 @@ func Verify(d *Desktop) error {
 			problems = append(problems, "record is not marked fragile")
 		}
 	}
-	note, err := os.ReadFile(d.NoteFile)
-	if err != nil {
-		problems = append(problems, fmt.Sprintf("read the saved note: %v", err))
-	} else if string(note) != NoteText {
+	if string(note) != NoteText {
 		problems = append(problems, fmt.Sprintf("saved note is %q, want %q", note, NoteText))
 	}
 	if len(problems) > 0 {

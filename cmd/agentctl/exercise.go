@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/agentd-dev/agentd/docker"
 	"github.com/agentd-dev/agentd/exercise"
 )
 
@@ -17,7 +18,7 @@ func init() {
 
 func runExercise(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("exercise", flag.ContinueOnError)
-	backend := fs.String("guest", "local", "guest backend: local")
+	backend := fs.String("guest", "local", "where the exercise desktop runs: local or docker (a fresh container, removed afterwards)")
 	recordDir := fs.String("record-dir", "runs", "parent folder of the run record")
 	agentdPath := fs.String("agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")
 	if err := fs.Parse(args); err != nil {
@@ -26,15 +27,20 @@ func runExercise(ctx context.Context, args []string) error {
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	cfg := exercise.RunConfig{Out: os.Stdout, RecordDir: *recordDir, AgentdPath: *agentdPath}
 	switch *backend {
 	case "local":
 		if runtime.GOOS != "linux" {
-			return errors.New("the local guest runs on Linux only")
+			return errors.New("the local guest runs on Linux only: use --guest docker")
 		}
+	case "docker":
+		cfg.Remote = docker.Exercise(dockerBuild())
+	case "vm":
+		return errors.New("guest backend \"vm\" is not available yet: use --guest local or docker")
 	default:
-		return fmt.Errorf("guest backend %q is not available yet: use --guest local", *backend)
+		return fmt.Errorf("unknown guest backend %q: use local or docker", *backend)
 	}
-	rep, err := exercise.Run(ctx, exercise.RunConfig{Out: os.Stdout, RecordDir: *recordDir, AgentdPath: *agentdPath})
+	rep, err := exercise.Run(ctx, cfg)
 	if err != nil {
 		if rep != nil && rep.RecordDir != "" {
 			fmt.Fprintf(os.Stderr, "run record: %s\n", rep.RecordDir)

@@ -74,7 +74,8 @@ type guestState struct {
 	Display    string    `json:"display"`
 	Addr       string    `json:"addr"`
 	TokenFile  string    `json:"token_file"`
-	Xauthority string    `json:"xauthority"`
+	Xauthority string    `json:"xauthority,omitempty"`
+	Container  string    `json:"container,omitempty"` // a Docker guest's
 	Apps       string    `json:"apps"`
 	FormURL    string    `json:"form_url,omitempty"`
 	RecordFile string    `json:"record_file,omitempty"`
@@ -90,15 +91,17 @@ type upOptions struct {
 	apps     string
 	agentd   string
 	keepLogs bool
+	network  bool
 }
 
 func (o *upOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.backend, "backend", "local", "where the guest runs: local (docker and vm are not available yet)")
+	fs.StringVar(&o.backend, "backend", "local", "where the guest runs: local or docker (vm is not available yet)")
 	fs.StringVar(&o.name, "name", defaultGuestName, "guest name")
 	fs.StringVar(&o.size, "size", fmt.Sprintf("%dx%d", local.DefaultWidth, local.DefaultHeight), "screen size WIDTHxHEIGHT")
-	fs.StringVar(&o.apps, "apps", "none", "applications: exercise (browser with the pickup form, text editor) or none")
-	fs.StringVar(&o.agentd, "agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")
-	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the guest's logs after down")
+	fs.StringVar(&o.apps, "apps", "none", "applications: exercise (browser with the pickup form, text editor), desktop (browser and editor; docker only) or none")
+	fs.StringVar(&o.agentd, "agentd", "", "agentd binary of a local guest (default: next to agentctl, else on $PATH)")
+	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep a local guest's logs after down")
+	fs.BoolVar(&o.network, "network", false, "give a docker guest a network (default: none; agentd is then also published on 127.0.0.1)")
 }
 
 func (o *upOptions) args() []string {
@@ -112,11 +115,14 @@ func (o *upOptions) args() []string {
 // check validates the options and returns the screen size.
 func (o *upOptions) check() (w, h int, err error) {
 	switch o.backend {
-	case "local":
-	case "docker", "vm":
-		return 0, 0, fmt.Errorf("backend %q is not available yet: use --backend local", o.backend)
+	case "local", "docker":
+	case "vm":
+		return 0, 0, fmt.Errorf("backend %q is not available yet: use --backend local or docker", o.backend)
 	default:
-		return 0, 0, fmt.Errorf("unknown backend %q: use local (docker and vm are not available yet)", o.backend)
+		return 0, 0, fmt.Errorf("unknown backend %q: use local or docker (vm is not available yet)", o.backend)
+	}
+	if o.network && o.backend != "docker" {
+		return 0, 0, errors.New("--network is for --backend docker: a local guest shares this machine's network")
 	}
 	if err := checkGuestName(o.name); err != nil {
 		return 0, 0, err
@@ -127,12 +133,16 @@ func (o *upOptions) check() (w, h int, err error) {
 	}
 	switch o.apps {
 	case "none":
+	case "desktop":
+		if o.backend != "docker" {
+			return 0, 0, errors.New("--apps desktop is for --backend docker: a local guest uses this machine's applications")
+		}
 	case "exercise":
 		if w != exercise.ScreenWidth || h != exercise.ScreenHeight {
 			return 0, 0, fmt.Errorf("--apps exercise needs --size %dx%d: its layout is fixed", exercise.ScreenWidth, exercise.ScreenHeight)
 		}
 	default:
-		return 0, 0, fmt.Errorf("--apps %q: use exercise or none", o.apps)
+		return 0, 0, fmt.Errorf("--apps %q: use exercise, desktop or none", o.apps)
 	}
 	return w, h, nil
 }
@@ -142,6 +152,11 @@ var guestNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)
 func checkGuestName(name string) error {
 	if !guestNameRE.MatchString(name) {
 		return fmt.Errorf("guest name %q: use 1 to 32 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	switch name {
+	case "local", "docker", "vm":
+		// 'agentctl run --guest docker' means a fresh container.
+		return fmt.Errorf("guest name %q is reserved: it names a backend", name)
 	}
 	return nil
 }
@@ -227,17 +242,26 @@ func guestUp(ctx context.Context, args []string) error {
 		return err
 	}
 	if _, err := os.Stat(dir); err == nil {
-		if supervisorAlive(dir) {
+		if running, _ := guestRunning(ctx, dir); running {
 			return fmt.Errorf("guest %q is already running ('agentctl guest status --name %s')", o.name, o.name)
 		}
-		// A supervisor that was killed leaves its directory: nothing runs
-		// there any more.
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("remove stale guest state: %w", err)
+		if err := removeStale(ctx, dir); err != nil {
+			return err
 		}
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("guest directory: %w", err)
+	}
+	if o.backend == "docker" {
+		start := time.Now()
+		fmt.Printf("starting docker guest %q (building the image first if it is missing: minutes the first time)\n", o.name)
+		st, err := dockerUp(ctx, o, dir)
+		if err != nil {
+			os.RemoveAll(dir)
+			return fmt.Errorf("guest %q did not come up: %w", o.name, err)
+		}
+		printUp(st, time.Since(start))
+		return nil
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -288,11 +312,39 @@ func guestUp(ctx context.Context, args []string) error {
 		return fmt.Errorf("guest %q did not come up: %s", o.name, msg)
 	}
 	_ = cmd.Process.Release() // it outlives us
-	st := *rep.State
-	fmt.Printf("guest %q is up (%s, display %s) in %.1fs\n", st.Name, st.Backend, st.Display, time.Since(start).Seconds())
+	printUp(*rep.State, time.Since(start))
+	return nil
+}
+
+func printUp(st guestState, took time.Duration) {
+	fmt.Printf("guest %q is up (%s, display %s) in %.1fs\n", st.Name, st.Backend, st.Display, took.Seconds())
 	printGuest(os.Stdout, st)
-	fmt.Printf("use it with:\n  export AGENTD_ADDR=%s AGENTD_TOKEN_FILE=%s\nstop it with:\n  agentctl guest down --name %s\n",
-		st.Addr, st.TokenFile, st.Name)
+	fmt.Printf("use it with:\n  export AGENTD_ADDR=%s AGENTD_TOKEN_FILE=%s\nor pass --guest %s to agentctl run, act and screenshot\nstop it with:\n  agentctl guest down --name %s\n",
+		st.Addr, st.TokenFile, st.Name, st.Name)
+}
+
+// guestRunning reports whether the guest recorded in dir runs: its
+// supervisor holds the lock (local), or its container runs (docker).
+func guestRunning(ctx context.Context, dir string) (bool, guestState) {
+	st, err := readGuestState(dir)
+	if err == nil && st.Backend == "docker" {
+		running, _ := dockerStatus(ctx, st)
+		return running, st
+	}
+	return supervisorAlive(dir), st
+}
+
+// removeStale removes what a guest that no longer runs left: a killed
+// supervisor's directory, or an exited container.
+func removeStale(ctx context.Context, dir string) error {
+	if st, err := readGuestState(dir); err == nil && st.Backend == "docker" {
+		if err := dockerDown(ctx, st); err != nil {
+			return fmt.Errorf("remove the stale container %s: %w", st.Container, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove stale guest state: %w", err)
+	}
 	return nil
 }
 
@@ -462,14 +514,26 @@ func guestDown(ctx context.Context, args []string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no guest named %q ('agentctl guest status' lists them)", *name)
 	}
-	if !supervisorAlive(dir) {
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("remove stale guest state: %w", err)
+	running, st := guestRunning(ctx, dir)
+	if !running {
+		if err := removeStale(ctx, dir); err != nil {
+			return err
 		}
 		fmt.Printf("guest %q was not running; removed its stale state\n", *name)
 		return nil
 	}
-	st, err := readGuestState(dir)
+	if st.Backend == "docker" {
+		start := time.Now()
+		if err := dockerDown(ctx, st); err != nil {
+			return fmt.Errorf("guest %q: %w", *name, err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("guest %q: remove its state: %w", *name, err)
+		}
+		fmt.Printf("guest %q is down (%.1fs)\n", *name, time.Since(start).Seconds())
+		return nil
+	}
+	st, err = readGuestState(dir)
 	if err != nil {
 		return fmt.Errorf("guest %q is still starting or its state is unreadable (%w): try again", *name, err)
 	}
@@ -537,7 +601,10 @@ func guestStatus(ctx context.Context, args []string) error {
 		if st, err := readGuestState(dir); err == nil {
 			s.guestState = st
 		}
-		if s.Running && s.Addr != "" {
+		switch {
+		case s.Backend == "docker":
+			s.Running, s.Health = dockerStatus(ctx, s.guestState)
+		case s.Running && s.Addr != "":
 			s.Health = probeHealth(ctx, s.Addr)
 		}
 		out = append(out, s)
@@ -560,8 +627,12 @@ func guestStatus(ctx context.Context, args []string) error {
 			fmt.Printf("%s: starting\n", s.Name)
 			continue
 		}
-		fmt.Printf("%s: running (%s, display %s, supervisor pid %d, up %s), health: %s\n",
-			s.Name, s.Backend, s.Display, s.PID, time.Since(s.Started).Round(time.Second), s.Health)
+		owner := fmt.Sprintf("supervisor pid %d", s.PID)
+		if s.Backend == "docker" {
+			owner = "container " + s.Container
+		}
+		fmt.Printf("%s: running (%s, display %s, %s, up %s), health: %s\n",
+			s.Name, s.Backend, s.Display, owner, time.Since(s.Started).Round(time.Second), s.Health)
 		printGuest(os.Stdout, s.guestState)
 	}
 	return nil

@@ -20,7 +20,12 @@ func TestGuestUpOptions(t *testing.T) {
 		{upOptions{backend: "local", name: "default", size: "1440x900", apps: "none"}, ""},
 		{upOptions{backend: "local", name: "a.b_c-1", size: "640x480", apps: "none"}, ""},
 		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "exercise"}, ""},
-		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "none"}, `backend "docker" is not available yet`},
+		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "none"}, ""},
+		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "desktop", network: true}, ""},
+		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "exercise"}, ""},
+		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "desktop"}, "--apps desktop is for --backend docker"},
+		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "none", network: true}, "--network is for --backend docker"},
+		{upOptions{backend: "docker", name: "docker", size: "1440x900", apps: "none"}, "reserved"},
 		{upOptions{backend: "vm", name: "x", size: "1440x900", apps: "none"}, `backend "vm" is not available yet`},
 		{upOptions{backend: "qemu", name: "x", size: "1440x900", apps: "none"}, "unknown backend"},
 		{upOptions{backend: "local", name: "../etc", size: "1440x900", apps: "none"}, "guest name"},
@@ -154,8 +159,8 @@ func TestGuestUpStatusDown(t *testing.T) {
 	if out, err := a.run("guest", "up", "--name", "one"); err == nil || !strings.Contains(out, "already running") {
 		t.Errorf("second up of the same name: %v\n%s", err, out)
 	}
-	if out, err := a.run("guest", "up", "--backend", "docker"); err == nil || !strings.Contains(out, "not available yet") {
-		t.Errorf("up --backend docker: %v\n%s", err, out)
+	if out, err := a.run("guest", "up", "--backend", "vm"); err == nil || !strings.Contains(out, "not available yet") {
+		t.Errorf("up --backend vm: %v\n%s", err, out)
 	}
 
 	// A second guest runs beside the first; down removes it completely.

@@ -48,10 +48,13 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	maxSteps := fs.Int("max-steps", runner.DefaultMaxSteps, "most API requests the run may send")
 	recordDir := fs.String("record-dir", "runs", "folder under which each run writes its record, <timestamp>-<id>/")
 	viewSize := fs.String("view", "1280x800", "the model sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
+	network := fs.Bool("network", false, "with --guest docker: give the container a network (default none)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR [--token-file F] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
+		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
+--guest docker runs it in a fresh container (Firefox ESR and Mousepad, no
+network unless --network), removed afterwards.
 Uses OPENAI_API_KEY, and OPENAI_BASE_URL when set. Pending safety checks are
 asked on the terminal (y/N) and refused when standard input is not one.`)
 		fs.PrintDefaults()
@@ -72,9 +75,20 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 		return fmt.Errorf("--max-steps is %d; it must be at least 1", *maxSteps)
 	case os.Getenv("OPENAI_API_KEY") == "":
 		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
+	case *network && g.addr != "docker":
+		return errors.New("--network is for --guest docker")
 	}
 	view, err := parseView(*viewSize, "", true)
 	if err != nil {
+		return err
+	}
+	if g.addr == "docker" {
+		down, err := freshDockerGuest(ctx, &g, *network, stdout)
+		if err != nil {
+			return err
+		}
+		defer down()
+	} else if err := g.resolve(); err != nil {
 		return err
 	}
 	token, err := g.token()

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/agentd-dev/agentd/docker"
+	"github.com/agentd-dev/agentd/exercise"
+)
+
+// A Docker guest needs no supervisor: the container outlives agentctl. Its
+// guest.json names the container ("agentd-" and the guest's name); the
+// engine says whether it runs.
+
+func containerName(guestName string) string { return "agentd-" + guestName }
+
+// dockerBuild builds the guest image when it is missing, from the
+// repository agentctl runs in; elsewhere a missing image is an error that
+// says how to build it.
+func dockerBuild() *docker.BuildOptions {
+	if _, err := os.Stat(docker.DefaultDockerfile); err != nil {
+		return nil
+	}
+	return &docker.BuildOptions{Context: "."}
+}
+
+// dockerProgress prints the image build and start steps as they come: a
+// first build takes minutes.
+func dockerProgress(w io.Writer) func(string) {
+	return func(line string) { fmt.Fprintf(w, "  %s\n", line) }
+}
+
+// dockerUp starts a named Docker guest for 'guest up' and records it in dir.
+func dockerUp(ctx context.Context, o upOptions, dir string) (guestState, error) {
+	cfg := docker.Config{
+		Name:    containerName(o.name),
+		Size:    o.size,
+		Network: o.network,
+		Build:   dockerBuild(),
+	}
+	st := guestState{Name: o.name, Backend: "docker", Container: cfg.Name, Apps: o.apps}
+	switch o.apps {
+	case "exercise":
+		configDir := filepath.Join(dir, "config")
+		if err := exercise.WriteConfig(configDir); err != nil {
+			return st, err
+		}
+		defer os.RemoveAll(configDir) // Up copies it into the guest
+		spec := exercise.NewRemoteSpec(configDir)
+		cfg.Apps, cfg.URL, cfg.File, cfg.ConfigDir = spec.Apps, spec.URL, spec.File, spec.ConfigDir
+	case "desktop":
+		cfg.Apps = []string{"mousepad", "firefox"}
+	}
+	g, err := docker.Up(ctx, cfg, dockerProgress(os.Stdout))
+	if err != nil {
+		return st, err
+	}
+	defer g.Close()
+	st.Display = "inside the container"
+	st.Addr, st.TokenFile, st.Started = g.Addr, g.TokenFile, time.Now().UTC()
+	if g.TCPAddr != "" {
+		st.Addr = g.TCPAddr
+	}
+	if o.apps == "exercise" {
+		st.FormURL = exercise.RemoteFormURL
+		st.RecordFile = "container:" + path.Join(g.Home, exercise.RemoteRecords)
+		st.NoteFile = "container:" + path.Join(g.Home, exercise.RemoteNote)
+	}
+	if err := writeGuestState(dir, st); err != nil {
+		return st, errors.Join(err, g.Down(context.WithoutCancel(ctx)))
+	}
+	return st, nil
+}
+
+// dockerDown stops and removes a Docker guest's container.
+func dockerDown(ctx context.Context, st guestState) error {
+	g, err := docker.Open(ctx, st.Container, "")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // removed already, e.g. with docker rm
+	}
+	if err != nil {
+		return err
+	}
+	return g.Down(ctx)
+}
+
+// dockerStatus asks the engine whether the container runs and what its
+// healthcheck says.
+func dockerStatus(ctx context.Context, st guestState) (running bool, health string) {
+	g, err := docker.Open(ctx, st.Container, "")
+	if err != nil {
+		return false, err.Error()
+	}
+	defer g.Close()
+	s, err := g.Status(ctx)
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case !s.Running:
+		return false, fmt.Sprintf("container %s (exit code %d)", s.State, s.ExitCode)
+	case s.Health == "healthy":
+		return true, "ok"
+	}
+	return true, "healthcheck: " + s.Health
+}
+
+// freshDockerGuest starts a container with a browser and an editor for one
+// 'agentctl run' and points g at it; down removes it.
+func freshDockerGuest(ctx context.Context, g *guestFlags, network bool, out io.Writer) (down func(), err error) {
+	fmt.Fprintln(out, "starting a docker guest for this run (building the image first if it is missing: minutes the first time)")
+	dg, err := docker.Up(ctx, docker.Config{
+		Apps:    []string{"mousepad", "firefox"},
+		Network: network,
+		Build:   dockerBuild(),
+	}, dockerProgress(out))
+	if err != nil {
+		return nil, err
+	}
+	g.addr, g.tokenFile = dg.Addr, dg.TokenFile
+	return func() {
+		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := dg.Down(downCtx); err != nil {
+			fmt.Fprintf(out, "warning: %v\n", err)
+		}
+	}, nil
+}
