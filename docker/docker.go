@@ -630,13 +630,10 @@ func (g *Guest) Token() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// waitReady polls agentd's /healthz over the unix socket until it answers
-// 200, failing early when the container stops.
-func (g *Guest) waitReady(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// healthClient asks agentd's /healthz over the unix socket.
+func (g *Guest) healthClient() *http.Client {
 	sock := strings.TrimPrefix(g.Addr, "unix:")
-	hc := &http.Client{
+	return &http.Client{
 		Timeout: 2 * time.Second,
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -646,6 +643,28 @@ func (g *Guest) waitReady(ctx context.Context, timeout time.Duration) error {
 			DisableKeepAlives: true,
 		},
 	}
+}
+
+// Healthz asks agentd itself whether it can capture and send input, over
+// its unix socket; the engine's healthcheck says the same, but only every
+// few seconds.
+func (g *Guest) Healthz(ctx context.Context) error {
+	status, err := probe(ctx, g.healthClient())
+	if err != nil {
+		return fmt.Errorf("agentd unreachable: %w", err)
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("failing (/healthz answered %d)", status)
+	}
+	return nil
+}
+
+// waitReady polls agentd's /healthz over the unix socket until it answers
+// 200, failing early when the container stops.
+func (g *Guest) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hc := g.healthClient()
 	last := "agentd's socket has not appeared"
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

@@ -23,14 +23,20 @@ func Exercise(build *BuildOptions) exercise.StartRemote {
 		if err != nil {
 			return nil, err
 		}
-		return &exercise.RemoteGuest{
-			Describe:  "docker container " + g.Name,
-			Addr:      g.Addr,
-			TokenFile: g.TokenFile,
-			ReadFile: func(ctx context.Context, rel string) ([]byte, error) {
-				return g.ReadFile(ctx, path.Join(g.Home, rel))
-			},
-			Down: g.Down,
-		}, nil
+		return g.Remote(), nil
+	}
+}
+
+// Remote is the guest as the exercise uses it: files are read relative to
+// the user's home.
+func (g *Guest) Remote() *exercise.RemoteGuest {
+	return &exercise.RemoteGuest{
+		Describe:  "docker container " + g.Name,
+		Addr:      g.Addr,
+		TokenFile: g.TokenFile,
+		ReadFile: func(ctx context.Context, rel string) ([]byte, error) {
+			return g.ReadFile(ctx, path.Join(g.Home, rel))
+		},
+		Down: g.Down,
 	}
 }

@@ -100,7 +100,7 @@ func upRemote(ctx context.Context, start StartRemote, work string, out io.Writer
 		},
 		down: g.Down,
 	}
-	if err := waitPage(ctx, g); err != nil {
+	if err := WaitPage(ctx, g); err != nil {
 		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		return nil, errors.Join(err, g.Down(downCtx))
@@ -108,9 +108,10 @@ func upRemote(ctx context.Context, start StartRemote, work string, out io.Writer
 	return eg, nil
 }
 
-// waitPage waits for the form page's layout report inside the guest and
-// checks it against layout.go, as a local guest's browserReady does.
-func waitPage(ctx context.Context, g *RemoteGuest) error {
+// WaitPage waits for the form page's layout report inside the guest and
+// checks it against layout.go, as a local guest's browserReady does: the
+// guest's entrypoint waited for the browser's window only.
+func WaitPage(ctx context.Context, g *RemoteGuest) error {
 	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
 	defer cancel()
 	tick := time.NewTicker(250 * time.Millisecond)

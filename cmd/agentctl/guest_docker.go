@@ -63,6 +63,11 @@ func dockerUp(ctx context.Context, o upOptions, dir string) (guestState, error) 
 		return st, err
 	}
 	defer g.Close()
+	if o.apps == "exercise" {
+		if err := exercise.WaitPage(ctx, g.Remote()); err != nil {
+			return st, errors.Join(err, g.Down(context.WithoutCancel(ctx)))
+		}
+	}
 	st.Display = "inside the container"
 	st.Addr, st.TokenFile, st.Started = g.Addr, g.TokenFile, time.Now().UTC()
 	if g.TCPAddr != "" {
@@ -105,10 +110,11 @@ func dockerStatus(ctx context.Context, st guestState) (running bool, health stri
 		return false, err.Error()
 	case !s.Running:
 		return false, fmt.Sprintf("container %s (exit code %d)", s.State, s.ExitCode)
-	case s.Health == "healthy":
-		return true, "ok"
 	}
-	return true, "healthcheck: " + s.Health
+	if err := g.Healthz(ctx); err != nil {
+		return true, err.Error()
+	}
+	return true, "ok"
 }
 
 // freshDockerGuest starts a container with a browser and an editor for one

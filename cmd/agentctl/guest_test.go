@@ -52,11 +52,13 @@ type agentctlCmd struct {
 	t   *testing.T
 	bin string
 	rt  string
+	dir string // working directory; default the test's
 }
 
 func (a agentctlCmd) run(args ...string) (string, error) {
 	a.t.Helper()
 	cmd := exec.Command(a.bin, args...)
+	cmd.Dir = a.dir
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+a.rt)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
