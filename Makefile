@@ -32,7 +32,11 @@ exercise: build $(if $(filter docker,$(GUEST)),docker-image) ## Run the no-API-k
 	$(BIN)/agentctl exercise --guest $(GUEST)
 
 .PHONY: bench
-bench: build ## Run the Go benchmarks (capture, encode, scale, input, end to end).
+bench: build ## Measure agentd against scrot, import, xdotool, kbinani and robotgo on a local guest (agentctl bench).
+	$(BIN)/agentctl bench
+
+.PHONY: bench-go
+bench-go: build ## Run the Go micro-benchmarks (capture, encode, scale, input, end to end).
 	AGENTD_REQUIRE_X=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./capture/ ./scaling/ ./actions/ ./agentd/
 
 .PHONY: fuzz

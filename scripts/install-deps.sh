@@ -10,6 +10,8 @@ packages=(
   # a display and the exercise desktop
   xvfb xauth x11-utils openbox firefox-esr mousepad xdotool
   fonts-dejavu-core fonts-noto-cjk
+  # agentctl bench peers
+  scrot imagemagick
 )
 
 missing=()

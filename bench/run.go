@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentd-dev/agentd/bench/probe"
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/local"
+)
+
+// memoryShots is how many screenshots the memory figures span.
+const memoryShots = 100
+
+// sizeBench is everything one screen size is measured with: a fresh local
+// guest, the desktop on it, a guest client, the probe and a shell for peers.
+type sizeBench struct {
+	size      Size
+	duration  time.Duration
+	desk      *desktop
+	client    *guest.Client
+	probe     *probe.Client // nil if it could not start: probeErr says why
+	probeErr  error
+	shell     shell
+	tokenFile string
+}
+
+// Run measures everything on a fresh local guest per size and returns the
+// report. Nothing is left running when it returns.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	agentd, err := findAgentdBinary(o.AgentdPath)
+	if err != nil {
+		return nil, err
+	}
+	o.AgentdPath = agentd
+	rep := newReport(o, readMachine())
+	for i, size := range o.Sizes {
+		sr, input, err := runSize(ctx, o, size, i == 0)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", size, err)
+		}
+		rep.Sizes = append(rep.Sizes, sr)
+		if i == 0 {
+			rep.InputSize, rep.Input = size.String(), input
+		}
+	}
+	rep.Machine.LoadEnd = loadAverage()
+	return rep, nil
+}
+
+// findAgentdBinary resolves agentd as the local guest will (explicit path,
+// next to this program, $PATH), so that the probe is the same build.
+func findAgentdBinary(explicit string) (string, error) {
+	if explicit != "" {
+		p, err := exec.LookPath(explicit)
+		if err != nil {
+			return "", fmt.Errorf("agentd: %w", err)
+		}
+		return filepath.Abs(p)
+	}
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "agentd")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("agentd"); err == nil {
+		return filepath.Abs(p)
+	}
+	return "", errors.New("agentd binary not found next to this program or on $PATH: build it with 'make build'")
+}
+
+func (o Options) progress(format string, args ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "bench: "+format+"\n", args...)
+	}
+}
+
+func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr SizeReport, input []Figure, err error) {
+	sr.Size = size.String()
+	o.progress("%v: starting a local guest", size)
+	g, err := local.Up(ctx, local.Config{Width: size.W, Height: size.H, AgentdPath: o.AgentdPath})
+	if err != nil {
+		return sr, nil, err
+	}
+	defer func() {
+		if downErr := g.Down(context.Background()); downErr != nil && err == nil {
+			err = downErr
+		}
+	}()
+	b, err := openSizeBench(ctx, g, size, o)
+	if err != nil {
+		return sr, nil, err
+	}
+	defer b.close()
+
+	o.progress("%v: screenshots", size)
+	figs, last, err := b.measureScreenshots(ctx)
+	if err != nil {
+		return sr, nil, err
+	}
+	sr.Screenshot = figs
+	sr.Images = []ImageCost{
+		imageCost("native", last.native.Transform.Image.W, last.native.Transform.Image.H, len(last.native.PNG)),
+		imageCost(fitViewString, last.fit.Transform.Image.W, last.fit.Transform.Image.H, len(last.fit.PNG)),
+	}
+	o.progress("%v: agentd memory over %d screenshots", size, memoryShots)
+	if sr.Memory, err = b.measureMemory(ctx, memoryShots); err != nil {
+		return sr, nil, err
+	}
+	o.progress("%v: wait and click → screenshot", size)
+	if sr.Settle, err = b.measureSettle(ctx); err != nil {
+		return sr, nil, err
+	}
+	if !withInput {
+		return sr, nil, nil
+	}
+	// Input coordinates are screen coordinates: the view goes back to native.
+	b.client.SetView(nativeView)
+	if _, err := b.client.Screenshot(ctx); err != nil {
+		return sr, nil, err
+	}
+	o.progress("%v: click, move, keypress", size)
+	if input, err = b.measureInput(ctx); err != nil {
+		return sr, nil, err
+	}
+	o.progress("%v: typing", size)
+	typing, err := b.measureTyping(ctx)
+	if err != nil {
+		return sr, nil, err
+	}
+	return sr, append(input, typing...), nil
+}
+
+func openSizeBench(ctx context.Context, g *local.Guest, size Size, o Options) (*sizeBench, error) {
+	b := &sizeBench{size: size, duration: o.Duration, tokenFile: g.TokenFile}
+	var err error
+	if b.desk, err = openDesktop(g.Display, g.Xauthority, size); err != nil {
+		return nil, err
+	}
+	token, err := os.ReadFile(g.TokenFile)
+	if err != nil {
+		b.close()
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	if b.client, err = guest.Dial(ctx, g.Addr, strings.TrimSpace(string(token))); err != nil {
+		b.close()
+		return nil, err
+	}
+	tmp := filepath.Join(g.StateDir, "tmp")
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := append([]string{"PATH=" + path, "HOME=" + filepath.Join(g.StateDir, "home"), "TMPDIR=" + tmp, "LANG=C.UTF-8"}, g.Env()...)
+	b.shell = shell{env: env, dir: tmp}
+	if b.probe, b.probeErr = probe.Start(ctx, o.AgentdPath, env); b.probeErr != nil {
+		o.progress("%v: %v", size, b.probeErr)
+	}
+	return b, nil
+}
+
+func (b *sizeBench) close() {
+	if b.probe != nil {
+		_ = b.probe.Close()
+	}
+	if b.client != nil {
+		_ = b.client.Close()
+	}
+	if b.desk != nil {
+		b.desk.close()
+	}
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBenchFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "defaults", args: nil},
+		{name: "all flags", args: []string{"--json", "--duration", "500ms", "--size", "1440x900"}},
+		{name: "bad size", args: []string{"--size", "1440by900"}, wantErr: `--size: bad size "1440by900": want WIDTHxHEIGHT`},
+		{name: "size too small", args: []string{"--size", "100x100"}, wantErr: "--size: 100x100 is out of range"},
+		{name: "empty size", args: []string{"--size", ""}, wantErr: "--size: no size given"},
+		{name: "bad duration", args: []string{"--duration", "fast"}, wantErr: `invalid value "fast" for flag -duration`},
+		{name: "zero duration", args: []string{"--duration", "0s"}, wantErr: "--duration 0s: must be between 100ms and 10m0s"},
+		{name: "negative duration", args: []string{"--duration", "-1s"}, wantErr: "--duration -1s: must be between"},
+		{name: "stray argument", args: []string{"now"}, wantErr: "unexpected arguments: [now]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts, _, err := parseBenchFlags(tc.args)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("error %v", err)
+				}
+				if len(opts.Sizes) == 0 || opts.Duration < 100*time.Millisecond {
+					t.Fatalf("options %+v", opts)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
