@@ -473,3 +473,60 @@ func execOutput(t *testing.T, cli *client.Client, g *Guest, cmd ...string) strin
 	}
 	return out.String()
 }
+
+// BenchmarkScreenshotTransport compares the two ways to reach agentd in one
+// container, on the same screen: the unix socket in the bind-mounted
+// directory, and the port published on the host's 127.0.0.1.
+//
+//	AGENTD_REQUIRE_DOCKER=1 go test -run '^$' -bench ScreenshotTransport -count 5 ./docker/
+func BenchmarkScreenshotTransport(b *testing.B) {
+	g := benchGuest(b)
+	tok, err := g.Token()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tr := range []struct{ name, addr string }{{"unix", g.Addr}, {"tcp-published", g.TCPAddr}} {
+		b.Run(tr.name, func(b *testing.B) {
+			ctx := context.Background()
+			c, err := guest.Dial(ctx, tr.addr, tok)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			var size int
+			for b.Loop() {
+				shot, err := c.Screenshot(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(shot.PNG)
+			}
+			b.ReportMetric(float64(size), "png-bytes")
+		})
+	}
+}
+
+// benchGuest starts a guest with a network (so agentd is published too) and
+// a browser and editor on screen, from an image already built.
+func benchGuest(b *testing.B) *Guest {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cli, err := NewClient(ctx)
+	if err != nil {
+		b.Skipf("missing prerequisite: requires a Docker engine: %v", err)
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(ctx, testImage); err != nil {
+		b.Skipf("missing prerequisite: requires the %s image (make docker-image): %v", testImage, err)
+	}
+	g, err := Up(ctx, Config{Image: testImage, Network: true, Apps: []string{"mousepad", "firefox"}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := g.Down(context.Background()); err != nil {
+			b.Error(err)
+		}
+	})
+	return g
+}
