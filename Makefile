@@ -9,7 +9,7 @@ GUEST     ?= docker
 
 .PHONY: help
 help: ## Show the targets and what they do.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
 deps: ## Install the Debian packages and Go modules the build, tests and exercise need.
@@ -61,3 +61,31 @@ docker-image: docker-base ## Build the Docker guest image agentd-guest through t
 .PHONY: docker-test
 docker-test: docker-base ## Run the Docker guest's integration tests; they fail (not skip) without an engine.
 	AGENTD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 60m -v ./docker/...
+
+# Cross builds of agentd for Linux guests (the VM guest copies one in): cgo
+# with Debian's cross compiler for the target and that architecture's X11
+# libraries through multiarch (make cross-deps installs both).
+CROSS_TRIPLE_arm64 := aarch64-linux-gnu
+CROSS_TRIPLE_amd64 := x86_64-linux-gnu
+# pickup-form, the exercise's form server, is pure Go.
+cross_agentd = mkdir -p $(BIN) && CGO_ENABLED=1 GOOS=linux GOARCH=$(1) CC=$(CROSS_TRIPLE_$(1))-gcc \
+	$(GO) build -trimpath -o $(BIN)/agentd-linux-$(1) ./cmd/agentd && \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -o $(BIN)/pickup-form-linux-$(1) ./exercise/cmd/pickup-form
+
+.PHONY: cross-deps
+cross-deps: ## Install the cross compilers, arm64/amd64 X11 libraries (multiarch) and qemu-user.
+	./scripts/cross-deps.sh
+
+.PHONY: agentd-linux-arm64
+agentd-linux-arm64: ## Cross-compile agentd (cgo) and pickup-form for linux/arm64 guests into ./bin.
+	$(call cross_agentd,arm64)
+
+.PHONY: agentd-linux-amd64
+agentd-linux-amd64: ## Compile agentd (cgo) and pickup-form for linux/amd64 guests into ./bin.
+	$(call cross_agentd,amd64)
+
+.PHONY: vm-test
+vm-test: agentd-linux-arm64 ## VM guest tests: fake limactl, arm64 agentd under qemu-user, provisioning in Debian (minutes).
+	$(MAKE) agentd-linux-$$($(GO) env GOARCH)
+	AGENTD_REQUIRE_CROSS=1 AGENTD_REQUIRE_X=1 AGENTD_TEST_PROVISION=1 AGENTD_ARM64_BIN=$(CURDIR)/$(BIN)/agentd-linux-arm64 \
+		$(GO) test -race -count=1 -timeout 40m -v ./vm/

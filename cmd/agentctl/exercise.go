@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd-dev/agentd/docker"
 	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/vm"
 )
 
 func init() {
@@ -18,7 +19,7 @@ func init() {
 
 func runExercise(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("exercise", flag.ContinueOnError)
-	backend := fs.String("guest", "local", "where the exercise desktop runs: local or docker (a fresh container, removed afterwards)")
+	backend := fs.String("guest", "local", "where the exercise desktop runs: local, docker (a fresh container) or vm (a fresh Lima VM); removed afterwards")
 	recordDir := fs.String("record-dir", "runs", "parent folder of the run record")
 	agentdPath := fs.String("agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")
 	if err := fs.Parse(args); err != nil {
@@ -36,9 +37,9 @@ func runExercise(ctx context.Context, args []string) error {
 	case "docker":
 		cfg.Remote = docker.Exercise(dockerBuild())
 	case "vm":
-		return errors.New("guest backend \"vm\" is not available yet: use --guest local or docker")
+		cfg.Remote = vm.Exercise(vm.Config{})
 	default:
-		return fmt.Errorf("unknown guest backend %q: use local or docker", *backend)
+		return fmt.Errorf("unknown guest backend %q: use local, docker or vm", *backend)
 	}
 	rep, err := exercise.Run(ctx, cfg)
 	if err != nil {

@@ -75,7 +75,7 @@ type guestState struct {
 	Addr       string    `json:"addr"`
 	TokenFile  string    `json:"token_file"`
 	Xauthority string    `json:"xauthority,omitempty"`
-	Container  string    `json:"container,omitempty"` // a Docker guest's
+	Instance   string    `json:"instance,omitempty"` // a Docker guest's container, a VM guest's Lima instance
 	Apps       string    `json:"apps"`
 	FormURL    string    `json:"form_url,omitempty"`
 	RecordFile string    `json:"record_file,omitempty"`
@@ -95,7 +95,7 @@ type upOptions struct {
 }
 
 func (o *upOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.backend, "backend", "local", "where the guest runs: local or docker (vm is not available yet)")
+	fs.StringVar(&o.backend, "backend", "local", "where the guest runs: local (this machine's Xvfb), docker (a hardened container) or vm (a Lima VM)")
 	fs.StringVar(&o.name, "name", defaultGuestName, "guest name")
 	fs.StringVar(&o.size, "size", fmt.Sprintf("%dx%d", local.DefaultWidth, local.DefaultHeight), "screen size WIDTHxHEIGHT")
 	fs.StringVar(&o.apps, "apps", "none", "applications: exercise (browser with the pickup form, text editor), desktop (browser and editor; docker only) or none")
@@ -115,11 +115,9 @@ func (o *upOptions) args() []string {
 // check validates the options and returns the screen size.
 func (o *upOptions) check() (w, h int, err error) {
 	switch o.backend {
-	case "local", "docker":
-	case "vm":
-		return 0, 0, fmt.Errorf("backend %q is not available yet: use --backend local or docker", o.backend)
+	case "local", "docker", "vm":
 	default:
-		return 0, 0, fmt.Errorf("unknown backend %q: use local or docker (vm is not available yet)", o.backend)
+		return 0, 0, fmt.Errorf("unknown backend %q: use local, docker or vm", o.backend)
 	}
 	if o.network && o.backend != "docker" {
 		return 0, 0, errors.New("--network is for --backend docker: a local guest shares this machine's network")
@@ -134,8 +132,8 @@ func (o *upOptions) check() (w, h int, err error) {
 	switch o.apps {
 	case "none":
 	case "desktop":
-		if o.backend != "docker" {
-			return 0, 0, errors.New("--apps desktop is for --backend docker: a local guest uses this machine's applications")
+		if o.backend == "local" {
+			return 0, 0, errors.New("--apps desktop is for docker and vm guests: a local guest uses this machine's applications")
 		}
 	case "exercise":
 		if w != exercise.ScreenWidth || h != exercise.ScreenHeight {
@@ -252,10 +250,10 @@ func guestUp(ctx context.Context, args []string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("guest directory: %w", err)
 	}
-	if o.backend == "docker" {
+	if up := remoteUp[o.backend]; up != nil {
 		start := time.Now()
-		fmt.Printf("starting docker guest %q (building the image first if it is missing: minutes the first time)\n", o.name)
-		st, err := dockerUp(ctx, o, dir)
+		fmt.Printf("starting %s guest %q (%s)\n", o.backend, o.name, firstTime[o.backend])
+		st, err := up(ctx, o, dir)
 		if err != nil {
 			os.RemoveAll(dir)
 			return fmt.Errorf("guest %q did not come up: %w", o.name, err)
@@ -323,23 +321,40 @@ func printUp(st guestState, took time.Duration) {
 		st.Addr, st.TokenFile, st.Name, st.Name)
 }
 
+// Docker and VM guests need no supervisor: the engine or Lima keeps them.
+var (
+	remoteUp = map[string]func(context.Context, upOptions, string) (guestState, error){
+		"docker": dockerUp, "vm": vmUp,
+	}
+	remoteDown = map[string]func(context.Context, guestState) error{
+		"docker": dockerDown, "vm": vmDown,
+	}
+	remoteStatus = map[string]func(context.Context, guestState) (bool, string){
+		"docker": dockerStatus, "vm": vmStatus,
+	}
+	firstTime = map[string]string{
+		"docker": "building the image first if it is missing: minutes the first time",
+		"vm":     "the first start downloads Debian's cloud image and installs the desktop: minutes",
+	}
+)
+
 // guestRunning reports whether the guest recorded in dir runs: its
-// supervisor holds the lock (local), or its container runs (docker).
+// supervisor holds the lock (local), or its container or VM runs.
 func guestRunning(ctx context.Context, dir string) (bool, guestState) {
 	st, err := readGuestState(dir)
-	if err == nil && st.Backend == "docker" {
-		running, _ := dockerStatus(ctx, st)
+	if status := remoteStatus[st.Backend]; err == nil && status != nil {
+		running, _ := status(ctx, st)
 		return running, st
 	}
 	return supervisorAlive(dir), st
 }
 
 // removeStale removes what a guest that no longer runs left: a killed
-// supervisor's directory, or an exited container.
+// supervisor's directory, an exited container or a stopped VM.
 func removeStale(ctx context.Context, dir string) error {
-	if st, err := readGuestState(dir); err == nil && st.Backend == "docker" {
-		if err := dockerDown(ctx, st); err != nil {
-			return fmt.Errorf("remove the stale container %s: %w", st.Container, err)
+	if st, err := readGuestState(dir); err == nil && remoteDown[st.Backend] != nil {
+		if err := remoteDown[st.Backend](ctx, st); err != nil {
+			return fmt.Errorf("remove the stale %s guest %s: %w", st.Backend, st.Instance, err)
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -522,9 +537,9 @@ func guestDown(ctx context.Context, args []string) error {
 		fmt.Printf("guest %q was not running; removed its stale state\n", *name)
 		return nil
 	}
-	if st.Backend == "docker" {
+	if down := remoteDown[st.Backend]; down != nil {
 		start := time.Now()
-		if err := dockerDown(ctx, st); err != nil {
+		if err := down(ctx, st); err != nil {
 			return fmt.Errorf("guest %q: %w", *name, err)
 		}
 		if err := os.RemoveAll(dir); err != nil {
@@ -602,8 +617,8 @@ func guestStatus(ctx context.Context, args []string) error {
 			s.guestState = st
 		}
 		switch {
-		case s.Backend == "docker":
-			s.Running, s.Health = dockerStatus(ctx, s.guestState)
+		case remoteStatus[s.Backend] != nil:
+			s.Running, s.Health = remoteStatus[s.Backend](ctx, s.guestState)
 		case s.Running && s.Addr != "":
 			s.Health = probeHealth(ctx, s.Addr)
 		}
@@ -628,8 +643,11 @@ func guestStatus(ctx context.Context, args []string) error {
 			continue
 		}
 		owner := fmt.Sprintf("supervisor pid %d", s.PID)
-		if s.Backend == "docker" {
-			owner = "container " + s.Container
+		switch s.Backend {
+		case "docker":
+			owner = "container " + s.Instance
+		case "vm":
+			owner = "Lima instance " + s.Instance
 		}
 		fmt.Printf("%s: running (%s, display %s, %s, up %s), health: %s\n",
 			s.Name, s.Backend, s.Display, owner, time.Since(s.Started).Round(time.Second), s.Health)

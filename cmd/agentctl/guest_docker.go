@@ -19,7 +19,8 @@ import (
 // guest.json names the container ("agentd-" and the guest's name); the
 // engine says whether it runs.
 
-func containerName(guestName string) string { return "agentd-" + guestName }
+// instanceName names a guest's container or VM.
+func instanceName(guestName string) string { return "agentd-" + guestName }
 
 // dockerBuild builds the guest image when it is missing, from the
 // repository agentctl runs in; elsewhere a missing image is an error that
@@ -31,21 +32,21 @@ func dockerBuild() *docker.BuildOptions {
 	return &docker.BuildOptions{Context: "."}
 }
 
-// dockerProgress prints the image build and start steps as they come: a
-// first build takes minutes.
-func dockerProgress(w io.Writer) func(string) {
+// guestProgress prints an image build's or a VM's start steps as they
+// come: a first start takes minutes.
+func guestProgress(w io.Writer) func(string) {
 	return func(line string) { fmt.Fprintf(w, "  %s\n", line) }
 }
 
 // dockerUp starts a named Docker guest for 'guest up' and records it in dir.
 func dockerUp(ctx context.Context, o upOptions, dir string) (guestState, error) {
 	cfg := docker.Config{
-		Name:    containerName(o.name),
+		Name:    instanceName(o.name),
 		Size:    o.size,
 		Network: o.network,
 		Build:   dockerBuild(),
 	}
-	st := guestState{Name: o.name, Backend: "docker", Container: cfg.Name, Apps: o.apps}
+	st := guestState{Name: o.name, Backend: "docker", Instance: cfg.Name, Apps: o.apps}
 	switch o.apps {
 	case "exercise":
 		configDir := filepath.Join(dir, "config")
@@ -58,7 +59,7 @@ func dockerUp(ctx context.Context, o upOptions, dir string) (guestState, error) 
 	case "desktop":
 		cfg.Apps = []string{"mousepad", "firefox"}
 	}
-	g, err := docker.Up(ctx, cfg, dockerProgress(os.Stdout))
+	g, err := docker.Up(ctx, cfg, guestProgress(os.Stdout))
 	if err != nil {
 		return st, err
 	}
@@ -86,7 +87,7 @@ func dockerUp(ctx context.Context, o upOptions, dir string) (guestState, error) 
 
 // dockerDown stops and removes a Docker guest's container.
 func dockerDown(ctx context.Context, st guestState) error {
-	g, err := docker.Open(ctx, st.Container, "")
+	g, err := docker.Open(ctx, st.Instance, "")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // removed already, e.g. with docker rm
 	}
@@ -99,7 +100,7 @@ func dockerDown(ctx context.Context, st guestState) error {
 // dockerStatus asks the engine whether the container runs and what its
 // healthcheck says.
 func dockerStatus(ctx context.Context, st guestState) (running bool, health string) {
-	g, err := docker.Open(ctx, st.Container, "")
+	g, err := docker.Open(ctx, st.Instance, "")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -125,7 +126,7 @@ func freshDockerGuest(ctx context.Context, g *guestFlags, network bool, out io.W
 		Apps:    []string{"mousepad", "firefox"},
 		Network: network,
 		Build:   dockerBuild(),
-	}, dockerProgress(out))
+	}, guestProgress(out))
 	if err != nil {
 		return nil, err
 	}

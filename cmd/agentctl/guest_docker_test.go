@@ -63,7 +63,7 @@ func TestGuestDockerUpStatusDown(t *testing.T) {
 		t.Errorf("up output:\n%s", out)
 	}
 	st := a.status(name)
-	if !st.Running || st.Health != "ok" || st.Backend != "docker" || st.Container != containerName(name) {
+	if !st.Running || st.Health != "ok" || st.Backend != "docker" || st.Instance != instanceName(name) {
 		t.Fatalf("status of a running docker guest: %+v", st)
 	}
 	if out, err := a.run("guest", "up", "--backend", "docker", "--name", name); err == nil || !strings.Contains(out, "already running") {
@@ -83,7 +83,7 @@ func TestGuestDockerUpStatusDown(t *testing.T) {
 	}
 
 	// The container dies behind agentctl's back.
-	if _, err := cli.ContainerKill(ctx, st.Container, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+	if _, err := cli.ContainerKill(ctx, st.Instance, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := a.status(name); st.Running {
@@ -93,8 +93,8 @@ func TestGuestDockerUpStatusDown(t *testing.T) {
 	if !strings.Contains(out, "was not running; removed its stale state") {
 		t.Errorf("down of a killed guest: %s", out)
 	}
-	if _, err := cli.ContainerInspect(ctx, st.Container, client.ContainerInspectOptions{}); err == nil {
-		t.Errorf("container %s left after down", st.Container)
+	if _, err := cli.ContainerInspect(ctx, st.Instance, client.ContainerInspectOptions{}); err == nil {
+		t.Errorf("container %s left after down", st.Instance)
 	}
 	if _, err := os.Stat(strings.TrimPrefix(filepath.Dir(st.Addr), "unix:")); !os.IsNotExist(err) {
 		t.Errorf("the guest's state directory is left after down: %v", err)

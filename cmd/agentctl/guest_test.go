@@ -23,10 +23,11 @@ func TestGuestUpOptions(t *testing.T) {
 		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "none"}, ""},
 		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "desktop", network: true}, ""},
 		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "exercise"}, ""},
-		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "desktop"}, "--apps desktop is for --backend docker"},
+		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "desktop"}, "--apps desktop is for docker and vm guests"},
 		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "none", network: true}, "--network is for --backend docker"},
 		{upOptions{backend: "docker", name: "docker", size: "1440x900", apps: "none"}, "reserved"},
-		{upOptions{backend: "vm", name: "x", size: "1440x900", apps: "none"}, `backend "vm" is not available yet`},
+		{upOptions{backend: "vm", name: "x", size: "1440x900", apps: "desktop"}, ""},
+		{upOptions{backend: "vm", name: "x", size: "1440x900", apps: "none", network: true}, "--network is for --backend docker"},
 		{upOptions{backend: "qemu", name: "x", size: "1440x900", apps: "none"}, "unknown backend"},
 		{upOptions{backend: "local", name: "../etc", size: "1440x900", apps: "none"}, "guest name"},
 		{upOptions{backend: "local", name: "", size: "1440x900", apps: "none"}, "guest name"},
@@ -161,8 +162,8 @@ func TestGuestUpStatusDown(t *testing.T) {
 	if out, err := a.run("guest", "up", "--name", "one"); err == nil || !strings.Contains(out, "already running") {
 		t.Errorf("second up of the same name: %v\n%s", err, out)
 	}
-	if out, err := a.run("guest", "up", "--backend", "vm"); err == nil || !strings.Contains(out, "not available yet") {
-		t.Errorf("up --backend vm: %v\n%s", err, out)
+	if out, err := a.run("guest", "up", "--backend", "qemu"); err == nil || !strings.Contains(out, "unknown backend") {
+		t.Errorf("up --backend qemu: %v\n%s", err, out)
 	}
 
 	// A second guest runs beside the first; down removes it completely.

@@ -1,0 +1,152 @@
+package vm
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// The host keeps each guest's private directory, StateRoot/<name>: the
+// token, the rendered Lima template, and guest.json, which lets a later
+// process (agentctl guest down) find the guest again with Open.
+const (
+	tokenName = "token"
+	limaYAML  = "lima.yaml"
+	stateJSON = "guest.json"
+	stageName = "stage"
+)
+
+// state is guest.json.
+type state struct {
+	Name      string   `json:"name"`
+	Addr      string   `json:"addr"`
+	TokenFile string   `json:"token_file"`
+	Limactl   string   `json:"limactl"`
+	Arch      string   `json:"arch"`
+	VMType    string   `json:"vm_type"`
+	Size      string   `json:"size"`
+	Apps      []string `json:"apps"`
+}
+
+// StateRoot returns the private directory under which VM guests keep their
+// host-side state: $XDG_RUNTIME_DIR/agentd-vm, else <tmp>/agentd-vm-<uid>
+// (on macOS, TMPDIR is already per user). It is created with mode 0700 and
+// refused if it is not a directory of this user.
+func StateRoot() (string, error) {
+	var root string
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
+			root = filepath.Join(rt, "agentd-vm")
+		}
+	}
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "agentd-vm-"+strconv.Itoa(os.Getuid()))
+	}
+	if err := privateDir(root); err != nil {
+		return "", err
+	}
+	return root, nil
+}
+
+// privateDir creates dir (0700) if missing and checks that it is a real
+// directory of this user: state roots live in shared places like /tmp,
+// where another user could have planted a symlink or a directory.
+func privateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("vm: state directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("vm: state directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("vm: state directory %s is not a directory (a symlink?)", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("vm: state directory %s belongs to uid %d, not to us (uid %d)", dir, st.Uid, os.Getuid())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("vm: state directory: %w", err)
+		}
+	}
+	return nil
+}
+
+func stateRoot(cfg Config) (string, error) {
+	if cfg.StateRoot == "" {
+		return StateRoot()
+	}
+	return cfg.StateRoot, privateDir(cfg.StateRoot)
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("vm: random: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// writeToken writes a fresh token: 32 random bytes, hex, mode 0600.
+func writeToken(file string) error {
+	tok, err := randomHex(32)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("token file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	return nil
+}
+
+func writeState(dir string, s state) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("guest state: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, stateJSON), append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("guest state: %w", err)
+	}
+	return nil
+}
+
+func readState(dir string) (state, error) {
+	var s state
+	b, err := os.ReadFile(filepath.Join(dir, stateJSON))
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", filepath.Join(dir, stateJSON), err)
+	}
+	return s, nil
+}
+
+// freePort is a port on 127.0.0.1 that nothing listens on right now, for
+// Lima's forward. Another program could take it before Lima does; then
+// the forward fails and Up times out saying so.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port on 127.0.0.1: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
