@@ -37,9 +37,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/agentd-dev/agentd/internal/statedir"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
@@ -172,48 +172,8 @@ func NewClient(ctx context.Context) (*client.Client, error) {
 
 // StateRoot returns the private directory under which guests keep their
 // state directories: $XDG_RUNTIME_DIR/agentd-docker, else
-// <tmp>/agentd-docker-<uid>. It is created with mode 0700 and refused if it
-// is not a directory of this user.
-func StateRoot() (string, error) {
-	var root string
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
-			root = filepath.Join(rt, "agentd-docker")
-		}
-	}
-	if root == "" {
-		root = filepath.Join(os.TempDir(), "agentd-docker-"+strconv.Itoa(os.Getuid()))
-	}
-	if err := privateDir(root); err != nil {
-		return "", err
-	}
-	return root, nil
-}
-
-// privateDir creates dir (0700) if missing and checks that it is a real
-// directory of this user: state roots live in shared places like /tmp,
-// where another user could have planted a symlink or a directory.
-func privateDir(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("docker: state directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("docker: state directory: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("docker: state directory %s is not a directory (a symlink?)", dir)
-	}
-	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
-		return fmt.Errorf("docker: state directory %s belongs to uid %d, not to us (uid %d)", dir, uid, os.Getuid())
-	}
-	if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("docker: state directory: %w", err)
-		}
-	}
-	return nil
-}
+// <tmp>/agentd-docker-<uid> (see statedir).
+func StateRoot() (string, error) { return statedir.Root("agentd-docker") }
 
 // knownApps are the applications docker/entrypoint.sh can start.
 var knownApps = map[string]bool{"form": true, "firefox": true, "mousepad": true}
@@ -323,7 +283,7 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 		if root, err = StateRoot(); err != nil {
 			return nil, err
 		}
-	} else if err := privateDir(root); err != nil {
+	} else if err := statedir.Ensure(root); err != nil {
 		return nil, err
 	}
 	m := sizeRE.FindStringSubmatch(cfg.Size)
@@ -583,15 +543,6 @@ func imageUser(img client.ImageInspectResult) (ids, string, error) {
 }
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
-
-// fileOwner is the owner of a file on a unix host.
-func fileOwner(fi fs.FileInfo) (int, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return int(st.Uid), true
-}
 
 func randomHex(n int) (string, error) {
 	b := make([]byte, n)

@@ -33,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/statedir"
 )
 
 // Defaults for a zero Config.
@@ -131,49 +133,9 @@ type Guest struct {
 }
 
 // StateRoot returns the private directory under which local guests keep
-// their state: $XDG_RUNTIME_DIR/agentd, else <tmp>/agentd-<uid>. It is
-// created with mode 0700 and refused if another user owns it.
-func StateRoot() (string, error) {
-	var root string
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
-			root = filepath.Join(rt, "agentd")
-		}
-	}
-	if root == "" {
-		root = filepath.Join(os.TempDir(), "agentd-"+strconv.Itoa(os.Getuid()))
-	}
-	if err := EnsurePrivateDir(root); err != nil {
-		return "", err
-	}
-	return root, nil
-}
-
-// EnsurePrivateDir creates dir (mode 0700) if missing and checks that it is
-// a real directory owned by this user, tightening its mode to 0700: state
-// directories live in shared places like /tmp, where another user could
-// have planted a symlink or a directory of their own.
-func EnsurePrivateDir(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("create state directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("state directory: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("state directory %s is not a directory (a symlink?)", dir)
-	}
-	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
-		return fmt.Errorf("state directory %s belongs to uid %d, not to us (uid %d)", dir, uid, os.Getuid())
-	}
-	if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("state directory: %w", err)
-		}
-	}
-	return nil
-}
+// their state: $XDG_RUNTIME_DIR/agentd, else <tmp>/agentd-<uid> (see
+// statedir).
+func StateRoot() (string, error) { return statedir.Root("agentd") }
 
 // Up starts a guest and returns once agentd answers /healthz with 200. On
 // error everything it started is stopped again and the error says which

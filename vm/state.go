@@ -4,14 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"syscall"
+
+	"github.com/agentd-dev/agentd/internal/statedir"
 )
 
 // The host keeps each guest's private directory, StateRoot/<name>: the
@@ -38,54 +36,14 @@ type state struct {
 
 // StateRoot returns the private directory under which VM guests keep their
 // host-side state: $XDG_RUNTIME_DIR/agentd-vm, else <tmp>/agentd-vm-<uid>
-// (on macOS, TMPDIR is already per user). It is created with mode 0700 and
-// refused if it is not a directory of this user.
-func StateRoot() (string, error) {
-	var root string
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
-			root = filepath.Join(rt, "agentd-vm")
-		}
-	}
-	if root == "" {
-		root = filepath.Join(os.TempDir(), "agentd-vm-"+strconv.Itoa(os.Getuid()))
-	}
-	if err := privateDir(root); err != nil {
-		return "", err
-	}
-	return root, nil
-}
-
-// privateDir creates dir (0700) if missing and checks that it is a real
-// directory of this user: state roots live in shared places like /tmp,
-// where another user could have planted a symlink or a directory.
-func privateDir(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("vm: state directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("vm: state directory: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("vm: state directory %s is not a directory (a symlink?)", dir)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("vm: state directory %s belongs to uid %d, not to us (uid %d)", dir, st.Uid, os.Getuid())
-	}
-	if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("vm: state directory: %w", err)
-		}
-	}
-	return nil
-}
+// (see statedir).
+func StateRoot() (string, error) { return statedir.Root("agentd-vm") }
 
 func stateRoot(cfg Config) (string, error) {
 	if cfg.StateRoot == "" {
 		return StateRoot()
 	}
-	return cfg.StateRoot, privateDir(cfg.StateRoot)
+	return cfg.StateRoot, statedir.Ensure(cfg.StateRoot)
 }
 
 func randomHex(n int) (string, error) {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/internal/statedir"
 	"github.com/agentd-dev/agentd/local"
 )
 
@@ -176,7 +177,7 @@ func guestsDir() (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(root, "guests")
-	if err := local.EnsurePrivateDir(dir); err != nil {
+	if err := statedir.Ensure(dir); err != nil {
 		return "", err
 	}
 	return dir, nil

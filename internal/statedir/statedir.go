@@ -1,0 +1,59 @@
+// Package statedir makes the private directories agentd's host side keeps
+// guest state in (tokens, sockets, logs). They live in shared places like
+// /tmp, where another user could have planted a symlink or a directory of
+// their own, so each is checked to be a real directory of this user, mode
+// 0700.
+package statedir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// Root returns the private directory name under $XDG_RUNTIME_DIR, else
+// <tmp>/name-<uid> (on macOS, TMPDIR is per user already), made and
+// checked by Ensure.
+func Root(name string) (string, error) {
+	var root string
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
+			root = filepath.Join(rt, name)
+		}
+	}
+	if root == "" {
+		root = filepath.Join(os.TempDir(), name+"-"+strconv.Itoa(os.Getuid()))
+	}
+	if err := Ensure(root); err != nil {
+		return "", err
+	}
+	return root, nil
+}
+
+// Ensure creates dir (mode 0700) if missing and checks that it is a real
+// directory owned by this user, tightening its mode to 0700.
+func Ensure(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("state directory %s is not a directory (a symlink?)", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("state directory %s belongs to uid %d, not to us (uid %d)", dir, st.Uid, os.Getuid())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("state directory: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package statedir
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEnsure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := Ensure(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Ensure(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("mode after Ensure: %v %v, want 0700", fi.Mode(), err)
+	}
+
+	// A symlink planted where the directory should be is refused, even
+	// when it points at a directory of ours.
+	link := filepath.Join(t.TempDir(), "planted")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Ensure(link); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Ensure(symlink) = %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Ensure(file); err == nil {
+		t.Error("Ensure accepted a file")
+	}
+}
+
+func TestEnsureRefusesAnotherUsersDirectory(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("missing prerequisite: requires root to make a directory of another user")
+	}
+	dir := filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 4321, 4321); err != nil {
+		t.Fatal(err)
+	}
+	if err := Ensure(dir); err == nil || !strings.Contains(err.Error(), "belongs to uid 4321") {
+		t.Errorf("Ensure(another user's directory) = %v", err)
+	}
+}
+
+func TestRoot(t *testing.T) {
+	rt := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	root, err := Root("agentd-x")
+	if err != nil || root != filepath.Join(rt, "agentd-x") {
+		t.Fatalf("Root = %q, %v", root, err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(rt, "missing"))
+	t.Setenv("TMPDIR", rt)
+	root, err = Root("agentd-x")
+	if err != nil || !strings.HasPrefix(filepath.Base(root), "agentd-x-") || filepath.Dir(root) != rt {
+		t.Fatalf("Root without a runtime directory = %q, %v", root, err)
+	}
+}
