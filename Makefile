@@ -40,11 +40,28 @@ bench-go: build ## Run the Go micro-benchmarks (capture, encode, scale, input, e
 	AGENTD_REQUIRE_X=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./capture/ ./scaling/ ./actions/ ./agentd/
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for FUZZTIME (default 20s).
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./actions/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./agentd/
-	$(GO) test -run '^$$' -fuzz '^FuzzToScreen$$' -fuzztime $(FUZZTIME) ./scaling/
-	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./scaling/
+fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved under testdata/fuzz and fails.
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./actions/
+	$(GO) test -run '^$$' -fuzz '^FuzzExecute$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./actions/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseKey$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./actions/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./agentd/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseServerMessage$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./guest/
+	$(GO) test -run '^$$' -fuzz '^FuzzToScreen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scaling/
+	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scaling/
+
+# The fault, attack and soak tests `make reliability` runs (with -race, on
+# private Xvfb displays), and the soak's length: SOAK screenshots and SOAK
+# actions (the full soak: SOAK=10000).
+RELIABILITY_RUN ?= Auth|Token|ListenAddr|Refused|Killed|Malformed|Oversized|Stalled|Dropped|Busy|Health|XServerRestarted|ReconnectsAfterXRestart|Failure|Cancel|Retry|Hangup|Timeout|Truncated|ServerErrors|Record|E2ERunner|Soak
+SOAK ?= 100
+
+.PHONY: reliability
+reliability: build ## Run the fault, security and soak tests (SOAK=N), then every fuzz target for 10s.
+	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) AGENTD_SOAK=$(SOAK) $(GO) test $(GOFLAGS_T) -timeout 30m -v \
+		-run '$(RELIABILITY_RUN)' ./agentd/ ./actions/ ./cmd/agentd/ ./runner/ ./respserver/ > $(BIN)/reliability.log 2>&1; \
+		status=$$?; grep -E '^(--- |FAIL|ok|panic)|soak:' $(BIN)/reliability.log; \
+		[ $$status -eq 0 ] || { echo "make reliability: tests failed, see $(BIN)/reliability.log"; exit $$status; }
+	$(MAKE) fuzz FUZZTIME=10s
 
 .PHONY: clean
 clean: ## Remove build outputs.

@@ -47,6 +47,12 @@ type Input interface {
 	Close() error
 }
 
+// ErrDisplayLost is wrapped by the errors of an Input whose display went
+// away (the X server exited or restarted). What was pressed went with it;
+// the next call reconnects, and fails the same way while the display is
+// still gone.
+var ErrDisplayLost = errors.New("X display lost")
+
 // Call is one recorded call on a FakeInput.
 type Call struct {
 	Op     string // the method name, e.g. "KeyDown"

@@ -4,6 +4,7 @@ package actions
 
 /*
 #cgo LDFLAGS: -lX11 -lXtst
+#include <stdint.h>
 #include <stdlib.h>
 #include <X11/Xlib.h>
 #include <X11/XKBlib.h>
@@ -27,12 +28,42 @@ static int agentd_on_xerror(Display *d, XErrorEvent *e) {
 	return 0;
 }
 
-// agentd_init installs the error handler and keeps Xlib from using XKB on
+// A lost connection (the X server exited or restarted) is an "IO error".
+// Xlib's default handling prints a message and exits the process; agentd
+// must instead report the loss and reconnect. The handler stays quiet (the
+// Go side reports it), and each connection's exit handler (libX11 ≥ 1.8)
+// records which connection was lost, by its tag, and returns: Xlib then
+// marks the connection dead, its calls return at once, and XCloseDisplay
+// frees it without talking to the server.
+static int agentd_xio_lost;
+
+static int agentd_on_xio(Display *d) {
+	return 0;
+}
+
+static void agentd_on_xio_exit(Display *d, void *tag) {
+	agentd_xio_lost |= (int)(intptr_t)tag;
+}
+
+static void agentd_guard(Display *d, int tag) {
+	XSetIOErrorExitHandler(d, agentd_on_xio_exit, (void *)(intptr_t)tag);
+}
+
+// agentd_take_lost returns and clears the tags of the connections lost
+// since the last call.
+static int agentd_take_lost(void) {
+	int l = agentd_xio_lost;
+	agentd_xio_lost = 0;
+	return l;
+}
+
+// agentd_init installs the error handlers and keeps Xlib from using XKB on
 // the connections opened after it: an XKB client gets XkbMapNotify instead
 // of the core MappingNotify this package watches for keymap changes, and the
 // core mapping is all it needs.
 static void agentd_init(void) {
 	XSetErrorHandler(agentd_on_xerror);
+	XSetIOErrorHandler(agentd_on_xio);
 	XkbIgnoreExtension(True);
 }
 
@@ -90,6 +121,32 @@ static unsigned int agentd_buttons_down(Display *d, unsigned int mask) {
 		return 0;
 	}
 	return m & mask;
+}
+
+// agentd_release_stale releases every key and core button the server shows
+// down. The server keeps the XTEST presses of a client that is gone (an
+// agentd killed in the middle of a drag leaves its modifiers and button
+// down); XTEST releases only what the XTEST device itself holds, so keys
+// held on a physical keyboard are not touched.
+static void agentd_release_stale(Display *d) {
+	char keys[32];
+	XQueryKeymap(d, keys);
+	for (int code = 8; code < 256; code++) {
+		if (keys[code / 8] & (1 << (code % 8))) {
+			XTestFakeKeyEvent(d, code, False, CurrentTime);
+		}
+	}
+	Window root, child;
+	int rx, ry, wx, wy;
+	unsigned int m = 0;
+	if (XQueryPointer(d, DefaultRootWindow(d), &root, &child, &rx, &ry, &wx, &wy, &m)) {
+		for (int b = 1; b <= 5; b++) {
+			if (m & (Button1Mask << (b - 1))) {
+				XTestFakeButtonEvent(d, b, False, CurrentTime);
+			}
+		}
+	}
+	XSync(d, False);
 }
 
 // agentd_set_rows replaces the mapping of n keycodes from first with syms
@@ -264,7 +321,11 @@ type robotgoInput struct {
 	exited chan struct{}
 	once   sync.Once
 
-	// Owned by the X thread.
+	display string
+
+	// Owned by the X thread. dpy is nil while the display is lost (see
+	// reconnect) and after Close.
+	closed   bool
 	dpy      *C.Display
 	km       keymap
 	codeDown map[C.KeyCode]int  // presses per keycode sent and not released
@@ -285,6 +346,8 @@ type keyDown struct {
 
 // NewRobotgoInput opens display (like ":1"; empty means $DISPLAY) for input.
 // Only one may be open per process at a time; Close it to open another.
+// Keys and buttons that an earlier XTEST client (a killed agentd) left down
+// are released first, here and after every reconnect.
 func NewRobotgoInput(display string) (Input, error) {
 	if display == "" {
 		display = os.Getenv("DISPLAY")
@@ -301,6 +364,7 @@ func NewRobotgoInput(display string) (Input, error) {
 	robotgoMu.Unlock()
 
 	in := &robotgoInput{
+		display:  display,
 		calls:    make(chan func()),
 		stop:     make(chan struct{}),
 		exited:   make(chan struct{}),
@@ -345,15 +409,37 @@ func (in *robotgoInput) loop(display string, ready chan<- error) {
 	}
 }
 
-// do runs fn on the X thread and returns its error.
+// Tags of the two connections for agentd_take_lost.
+const (
+	lostXTest   = 1 // this package's own connection
+	lostRobotgo = 2 // robotgo's
+)
+
+// do runs fn on the X thread and returns its error. If the display was lost
+// it reconnects first; if fn loses it, the error wraps ErrDisplayLost.
 func (in *robotgoInput) do(fn func() error) error {
+	return in.run(fn, true)
+}
+
+func (in *robotgoInput) run(fn func() error, reconnect bool) error {
 	res := make(chan error, 1)
 	call := func() {
-		if in.dpy == nil {
+		if in.closed {
 			res <- errInputClosed
 			return
 		}
-		res <- fn()
+		if in.dpy == nil && reconnect {
+			if err := in.reconnect(); err != nil {
+				res <- err
+				return
+			}
+		}
+		err := fn()
+		if lost := C.agentd_take_lost(); lost != 0 {
+			in.lose(int(lost))
+			err = fmt.Errorf("%w: the connection to the X server of %s broke (it exited or restarted)", ErrDisplayLost, in.display)
+		}
+		res <- err
 	}
 	select {
 	case in.calls <- call:
@@ -371,6 +457,7 @@ func (in *robotgoInput) open(display string) error {
 	if in.dpy == nil {
 		return errors.New("cannot connect")
 	}
+	C.agentd_guard(in.dpy, lostXTest)
 	var evBase, errBase, major, minor C.int
 	if C.XTestQueryExtension(in.dpy, &evBase, &errBase, &major, &minor) == 0 {
 		return errors.New("the server has no XTEST extension")
@@ -389,16 +476,79 @@ func (in *robotgoInput) open(display string) error {
 	if rdpy == nil {
 		return errors.New("robotgo cannot connect")
 	}
+	C.agentd_guard(rdpy, lostRobotgo)
 	if got, want := C.GoString(C.XDisplayString(rdpy)), C.GoString(C.XDisplayString(in.dpy)); got != want {
 		return fmt.Errorf("robotgo connected to %q instead", got)
 	}
+	C.agentd_release_stale(in.dpy)
+	if err := xerr("release what an earlier client left down", C.agentd_take_error()); err != nil {
+		return err
+	}
 	return in.km.load(in.dpy, true)
+}
+
+// reconnect opens the display again after it was lost: a restarted X
+// server is served without restarting agentd.
+func (in *robotgoInput) reconnect() error {
+	err := in.open(in.display)
+	if C.agentd_take_lost() != 0 && err == nil {
+		err = errors.New("lost again while connecting")
+	}
+	if err != nil {
+		in.drop()
+		return fmt.Errorf("%w: reconnect to %s: %w", ErrDisplayLost, in.display, err)
+	}
+	return nil
+}
+
+// lose handles the loss of one or both connections. When the X server is
+// still there (only robotgo's connection broke), whatever this Input
+// pressed is released and its typing bindings removed on the connection
+// left before both are closed: the server keeps XTEST presses of a client
+// that disconnects.
+func (in *robotgoInput) lose(lost int) {
+	if lost&lostXTest == 0 && in.dpy != nil {
+		for b := range in.btnsDown {
+			if n, ok := map[Button]C.uint{Left: 1, Middle: 2, Right: 3, Back: 8, Forward: 9}[b]; ok {
+				C.XTestFakeButtonEvent(in.dpy, n, C.False, C.CurrentTime)
+			}
+		}
+		for code, n := range in.codeDown {
+			if n > 0 {
+				C.XTestFakeKeyEvent(in.dpy, C.uint(code), C.False, C.CurrentTime)
+			}
+		}
+		if in.refreshKeymap() == nil {
+			in.km.unbindAll(in.dpy)
+		}
+		C.agentd_sync(in.dpy)
+	}
+	in.drop()
+}
+
+// drop closes both connections and forgets everything tied to them (what
+// was pressed, the keymap and its bindings): none of it exists on a new
+// server.
+func (in *robotgoInput) drop() {
+	if in.dpy != nil {
+		C.XCloseDisplay(in.dpy)
+		in.dpy = nil
+	}
+	robotgo.CloseMainDisplay()
+	_ = C.agentd_take_lost()
+	_ = C.agentd_take_error()
+	clear(in.codeDown)
+	clear(in.keysDown)
+	clear(in.btnsDown)
+	in.plan = in.plan[:0]
+	in.km = keymap{}
 }
 
 // closeX releases what is still pressed, removes the keymap bindings made
 // for typing, and closes both connections.
 func (in *robotgoInput) closeX() {
 	if in.dpy == nil {
+		robotgo.CloseMainDisplay()
 		return
 	}
 	for b := range in.btnsDown {
@@ -422,7 +572,7 @@ func (in *robotgoInput) closeX() {
 func (in *robotgoInput) Close() error {
 	var err error
 	in.once.Do(func() {
-		err = in.do(func() error { in.closeX(); return nil })
+		err = in.run(func() error { in.closeX(); in.closed = true; return nil }, false)
 		close(in.stop)
 		<-in.exited
 		releaseRobotgo()

@@ -117,7 +117,7 @@ func RuneKey(r rune) (Key, error) {
 	switch {
 	case r == utf8.RuneError:
 		return Key{}, fmt.Errorf("key name is not valid UTF-8")
-	case r < 0x20 || r == 0x7f:
+	case r < 0x20 || (r >= 0x7f && r < 0xa0): // C0, DEL, C1: X has no key for them
 		return Key{}, fmt.Errorf("unknown key name %q (a control character)", string(r))
 	case r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)):
 		return Key{Keysym: string(unicode.ToLower(r))}, nil

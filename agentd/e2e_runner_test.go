@@ -3,8 +3,11 @@
 package agentd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,12 +47,20 @@ func TestE2ERunnerDrivesRealDesktop(t *testing.T) {
 	ts := runner.New(api, d.client)
 	defer ts.Close()
 
+	// The run record must not hold the agentd token the client was given.
+	recDir := filepath.Join(t.TempDir(), "run")
+	rec, err := runner.CreateRecord(recDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var before []string
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := ts.Run(ctx, runner.RunOptions{
 		Model: "test", Input: "do it",
+		OnDiagnostic: rec.Diagnostic,
 		CallOptions: runner.CallOptions{
+			OnEvent:             rec.Event,
 			ApproveSafetyChecks: func(context.Context, runner.CallInfo, []runner.SafetyCheck) (any, error) { return true, nil },
 			BeforeAction: func(_ context.Context, a runner.ActionInfo) (any, error) {
 				before = append(before, fmt.Sprintf("%s#%d", a.Action.Type, a.Index))
@@ -57,8 +68,24 @@ func TestE2ERunnerDrivesRealDesktop(t *testing.T) {
 			},
 		},
 	})
+	if ferr := rec.Finish(res, err); ferr != nil {
+		t.Fatal(ferr)
+	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	files, err := os.ReadDir(recDir)
+	if err != nil || len(files) < 2 {
+		t.Fatalf("run record %v: %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(recDir, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, []byte(testToken)) {
+			t.Fatalf("the run record's %s holds the agentd token", f.Name())
+		}
 	}
 	if err := model.Err(); err != nil {
 		t.Fatalf("the model server saw a bad request: %v", err)

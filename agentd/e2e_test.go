@@ -31,11 +31,28 @@ type desktop struct {
 	rec    *xrecorder.Recorder
 	client *guest.Client
 	srv    *Server
+	addr   string // host:port of the HTTP server
 }
 
 func newDesktop(tb testing.TB) *desktop {
 	tb.Helper()
-	x := xvfbtest.Start(tb, 1440, 900)
+	d := newDesktopServer(tb, 1440, 900, tb.Logf)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := guest.Dial(ctx, d.addr, testToken)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	d.client = c
+	return d
+}
+
+// newDesktopServer is agentd on a real w×h Xvfb with a recorder, and no
+// controller connected yet.
+func newDesktopServer(tb testing.TB, w, h int, logf func(string, ...any)) *desktop {
+	tb.Helper()
+	x := xvfbtest.Start(tb, w, h)
 	rec := xrecorder.Start(tb, x.Display)
 	screen, err := capture.Open(x.Display, capture.Options{})
 	if err != nil {
@@ -48,7 +65,8 @@ func newDesktop(tb testing.TB) *desktop {
 	}
 	tb.Cleanup(func() { input.Close() })
 	exec := actions.NewExecutor(input, actions.ExecOptions{Frames: screen})
-	srv, err := New(Config{Token: []byte(testToken), Screen: screen, Imager: &capture.Renderer{}, Exec: exec, Logf: tb.Logf})
+	srv, err := New(Config{Token: []byte(testToken), Screen: screen, Imager: &capture.Renderer{}, Exec: exec, Logf: logf,
+		InputCheck: func(context.Context) error { _, _, err := input.ScreenSize(); return err }})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -59,14 +77,7 @@ func newDesktop(tb testing.TB) *desktop {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := guest.Dial(ctx, strings.TrimPrefix(hs.URL, "http://"), testToken)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close() })
-	return &desktop{x: x, rec: rec, client: c, srv: srv}
+	return &desktop{x: x, rec: rec, srv: srv, addr: strings.TrimPrefix(hs.URL, "http://")}
 }
 
 func decodePNG(t *testing.T, b []byte) image.Image {

@@ -71,6 +71,11 @@ type Config struct {
 	// HeartbeatInterval is how often the server pings an idle session; a
 	// missing pong within the interval ends it. Default 15s.
 	HeartbeatInterval time.Duration
+	// InputCheck, if set, proves the input connection for /healthz (a
+	// round trip to the display it drives); with Screen's capture it makes
+	// health red while the X server is gone, and green again once both
+	// have reconnected.
+	InputCheck func(ctx context.Context) error
 	// Capabilities are announced in Hello.
 	Capabilities []string
 	// Logf logs operational messages; never secrets, typed text or images.
@@ -148,7 +153,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// serveHealth proves the display and input chain: a capture must succeed.
+// serveHealth proves the display and input chain: a capture must succeed,
+// and the input connection must answer. Both reconnect on their own after
+// the X server comes back, so a red health turns green without a restart.
 // It reveals nothing but ok or not: the probe needs no token.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
@@ -158,6 +165,11 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	s.screenMu.Lock()
 	_, err := s.cfg.Screen.FrameHash(ctx)
 	s.screenMu.Unlock()
+	if err == nil && s.cfg.InputCheck != nil {
+		if ierr := s.cfg.InputCheck(ctx); ierr != nil {
+			err = fmt.Errorf("input: %w", ierr)
+		}
+	}
 	if err != nil {
 		s.cfg.Logf("healthz: display check failed: %v", err)
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -256,11 +268,18 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	newSession(s, conn).run(ctx)
 }
 
-// sendJSON writes one text frame, bounded by the write timeout.
+// writeFrame writes one frame, bounded by the write timeout. A write that
+// times out closes the connection (coder/websocket does), which ends the
+// session: a client that stops reading cannot hold the controller slot.
 func (s *Server) writeFrame(ctx context.Context, conn *websocket.Conn, typ websocket.MessageType, p []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
-	return conn.Write(ctx, typ, p)
+	err := conn.Write(wctx, typ, p)
+	// Session contexts have no deadline: a deadline error is the write's.
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the client stopped reading (a write did not finish within %s), closing: %w", s.cfg.WriteTimeout, err)
+	}
+	return err
 }
 
 func marshal(v any) []byte {

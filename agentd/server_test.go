@@ -214,6 +214,9 @@ func TestGuestClientErrorsNameRefusal(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "token") {
 		t.Fatalf("err = %v", err)
 	}
+	if strings.Contains(err.Error(), "wrong-token-0123456789") {
+		t.Fatalf("the error shows the token it was given: %v", err)
+	}
 }
 
 func TestBatchRunsInOrderWithProgressAndScreenshot(t *testing.T) {
@@ -366,10 +369,13 @@ func TestManyMalformedMessagesCloseTheSession(t *testing.T) {
 	for err == nil {
 		_, _, err = conn.Read(ctx5(t))
 	}
-	if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+	if websocket.CloseStatus(err) != websocket.StatusPolicyViolation || !strings.Contains(err.Error(), "malformed messages in a row") {
 		t.Fatalf("close = %v", err)
 	}
-	f.dialEventually(t).Close() // the next controller is admitted
+	c := f.dialEventually(t) // the next controller is admitted and served
+	if _, err := c.Screenshot(ctx5(t)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestOversizedMessageClosesAndDaemonKeepsServing(t *testing.T) {
@@ -378,7 +384,7 @@ func TestOversizedMessageClosesAndDaemonKeepsServing(t *testing.T) {
 	big := `{"id":1,"op":"action","action":{"type":"type","text":"` + strings.Repeat("a", wire.MaxRequestBytes) + `"}}`
 	_ = conn.Write(ctx5(t), websocket.MessageText, []byte(big))
 	_, _, err := conn.Read(ctx5(t))
-	if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+	if websocket.CloseStatus(err) != websocket.StatusMessageTooBig || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("close = %v", err)
 	}
 	c := f.dialEventually(t)

@@ -65,13 +65,18 @@ type Turn struct {
 	// Usage replaces the default usage (input 100+10×turn, output 20).
 	Usage *Usage
 
-	// Fail500 answers the first Fail500 attempts of this turn with HTTP 500
+	// Fail500 answers the first Fail500 attempts of this turn (after the
+	// hang-ups) with HTTP 500
 	// (with Retry-After-Ms: 1, so SDK retries are fast).
 	Fail500 int
 	// Truncate cuts the body of the first successful answer in half.
 	Truncate bool
-	// Delay holds the answer back (ended early if the client gives up).
+	// Delay holds the answer back (ended early if the client gives up); a
+	// client that gives up gets nothing, and the turn is still to come.
 	Delay time.Duration
+	// Hangup closes the connection without an answer on the first Hangup
+	// attempts of this turn, as a crashed server or a proxy would.
+	Hangup int
 }
 
 // Call is a computer_call turn with the given raw JSON actions.
@@ -93,7 +98,8 @@ type Request struct {
 	// Attempt counts the requests for that turn, from 1 (SDK retries
 	// increase it).
 	Attempt int
-	Status  int
+	// Status is the HTTP status answered; 0 for a hang-up.
+	Status int
 	// Body is the JSON the client sent.
 	Body json.RawMessage
 	// ResponseID is set when the turn was answered.
@@ -242,7 +248,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.violation(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("turn %d: %s", i, strings.Join(problems, "; ")))
 		return
 	}
-	if attempt <= turn.Fail500 {
+	if attempt <= turn.Hangup {
+		rec.Status = 0
+		s.requests = append(s.requests, rec)
+		s.mu.Unlock()
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler) // net/http drops the connection
+	}
+	if attempt <= turn.Hangup+turn.Fail500 {
 		rec.Status = http.StatusInternalServerError
 		s.requests = append(s.requests, rec)
 		s.mu.Unlock()
@@ -276,7 +294,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if callID != "" {
 		s.pending = []string{callID}
 	}
-	truncate := turn.Truncate && attempt == turn.Fail500+1
+	truncate := turn.Truncate && attempt == turn.Hangup+turn.Fail500+1
 	s.mu.Unlock()
 
 	data, _ := json.Marshal(resp)

@@ -108,11 +108,17 @@ func (f *fakeDriver) kinds() []string {
 // to it, over a 64x40 fake desktop.
 func setup(t *testing.T, turns ...respserver.Turn) (*Toolset, *respserver.Server, *fakeDriver) {
 	t.Helper()
+	return setupWith(t, nil, turns...)
+}
+
+// setupWith is setup with more client options (they come last and win).
+func setupWith(t *testing.T, more []option.RequestOption, turns ...respserver.Turn) (*Toolset, *respserver.Server, *fakeDriver) {
+	t.Helper()
 	srv, url := respserver.Start(turns...)
 	t.Cleanup(srv.Close)
 	d := newFakeDriver(t, 64, 40)
-	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey(testKey), option.WithMaxRetries(2))
-	return New(client, d), srv, d
+	opts := append([]option.RequestOption{option.WithBaseURL(url), option.WithAPIKey(testKey), option.WithMaxRetries(2)}, more...)
+	return New(openai.NewClient(opts...), d), srv, d
 }
 
 func noViolations(t *testing.T, srv *respserver.Server) {

@@ -76,10 +76,14 @@ func run() error {
 		Logf:                logger.Printf,
 	})
 	srv, err := agentd.New(agentd.Config{
-		Token:        token,
-		Screen:       screen,
-		Imager:       &capture.Renderer{},
-		Exec:         exec,
+		Token:  token,
+		Screen: screen,
+		Imager: &capture.Renderer{},
+		Exec:   exec,
+		InputCheck: func(context.Context) error {
+			_, _, err := input.ScreenSize()
+			return err
+		},
 		Capabilities: []string{"batch", "view", "cancel", "release_all", "capture:" + string(screen.Method())},
 		Logf:         logger.Printf,
 	})

@@ -8,12 +8,15 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Server is a running Xvfb owned by one test.
@@ -22,6 +25,12 @@ type Server struct {
 	Width   int
 	Height  int
 	cmd     *exec.Cmd
+	// exited is closed when a restarted server's process has been waited
+	// for (Launch's are waited for by Stop).
+	exited chan struct{}
+	// reserved is the socket holding the display number between Down and
+	// Restart; 0 when none.
+	reserved int
 }
 
 // Start launches Xvfb at width×height×24 and stops it when tb ends.
@@ -32,7 +41,7 @@ func Start(tb testing.TB, width, height int) *Server {
 	s, err := Launch(width, height)
 	if err != nil {
 		if _, lookErr := exec.LookPath("Xvfb"); lookErr != nil && os.Getenv("AGENTD_REQUIRE_X") == "" {
-			tb.Skipf("Xvfb not installed: %v", lookErr)
+			tb.Skipf("missing prerequisite: Xvfb is not installed: %v", lookErr)
 		}
 		tb.Fatalf("start Xvfb: %v", err)
 	}
@@ -78,19 +87,82 @@ func Launch(width, height int) (*Server, error) {
 	}
 }
 
-// Stop terminates Xvfb and waits for it.
+// Down stops the server and keeps its display number reserved until
+// Restart, so that an Xvfb picking a free number (another test's) does not
+// take it. Xvfb -displayfd ignores lock files, but skips a number whose
+// abstract socket (Linux) is taken: this process binds that name without
+// listening, so clients connecting meanwhile are refused at once, as they
+// are by a display that is gone.
+func (s *Server) Down() error {
+	s.Stop()
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return fmt.Errorf("reserve display %s: %w", s.Display, err)
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: "@/tmp/.X11-unix/X" + strings.TrimPrefix(s.Display, ":")}); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("reserve display %s: %w", s.Display, err)
+	}
+	s.reserved = fd
+	return nil
+}
+
+// Restart stops the server if it runs and starts a new one on the same
+// display number and size, as a display manager restarting X would:
+// clients of the old one lose their connections, new connections reach
+// the new one.
+func (s *Server) Restart() error {
+	s.Stop()
+	cmd := exec.Command("Xvfb", s.Display, "-screen", "0",
+		fmt.Sprintf("%dx%dx24", s.Width, s.Height), "-nolisten", "tcp", "-noreset")
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("restart Xvfb %s: %w", s.Display, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	sock := "/tmp/.X11-unix/X" + strings.TrimPrefix(s.Display, ":")
+	deadline := time.After(15 * time.Second)
+	for {
+		if conn, err := net.Dial("unix", sock); err == nil {
+			conn.Close()
+			break
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("restarted Xvfb %s exited at start", s.Display)
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("restarted Xvfb %s did not come up within 15s", s.Display)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	s.cmd, s.exited = cmd, exited
+	return nil
+}
+
+// Stop terminates Xvfb and waits for it (and gives up a number Down
+// reserved).
 func (s *Server) Stop() {
+	if s.reserved != 0 {
+		unix.Close(s.reserved)
+		s.reserved = 0
+	}
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
 	_ = s.cmd.Process.Signal(os.Interrupt)
-	waited := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(waited) }()
+	waited := s.exited
+	if waited == nil {
+		waited = make(chan struct{})
+		go func() { _ = s.cmd.Wait(); close(waited) }()
+	}
 	select {
 	case <-waited:
 	case <-time.After(5 * time.Second):
 		_ = s.cmd.Process.Kill()
 		<-waited
 	}
-	s.cmd = nil
+	s.cmd, s.exited = nil, nil
 }

@@ -1,0 +1,32 @@
+package guest
+
+import (
+	"testing"
+
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// FuzzParseServerMessage: nothing agentd (or whatever answers in its place)
+// sends makes the client panic, and what it accepts is a well-formed
+// progress or final reply: an error always carries its reason. Seeds are in
+// testdata/fuzz/FuzzParseServerMessage.
+func FuzzParseServerMessage(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rep, prog, err := parseServerMessage(data)
+		if err != nil {
+			return
+		}
+		if prog != nil {
+			return
+		}
+		switch rep.Op {
+		case wire.OpDone:
+		case wire.OpError:
+			if rep.Error == nil {
+				t.Fatalf("accepted an error without a reason: %s", data)
+			}
+		default:
+			t.Fatalf("accepted op %q: %s", rep.Op, data)
+		}
+	})
+}
