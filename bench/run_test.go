@@ -9,9 +9,10 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 )
 
 // requireDesktop skips when a program of the local guest is missing, unless
@@ -28,35 +29,12 @@ func requireDesktop(t *testing.T) {
 	}
 }
 
-// realAgentd returns $AGENTD_BIN/agentd, else builds agentd (cgo, X11): the
-// probe is a mode of the real agentd.
-func realAgentd(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("AGENTD_BIN"); bin != "" {
-		p, err := filepath.Abs(filepath.Join(bin, "agentd"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("AGENTD_BIN is set but has no agentd: %v", err)
-		}
-		return p
-	}
-	p := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", p, "../cmd/agentd")
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build agentd: %v\n%s", err, out)
-	}
-	return p
-}
-
 // TestRunShortBench runs a very short bench against a real local guest and
 // checks that the JSON has every figure with sane values. It asserts no
 // speed: only that everything was measured.
 func TestRunShortBench(t *testing.T) {
 	requireDesktop(t)
-	agentd := realAgentd(t)
+	agentd := agentdtest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Options{Sizes: []Size{{800, 600}}, Duration: MinDuration, AgentdPath: agentd})

@@ -319,7 +319,7 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 		}
 		return nil, err
 	}
-	if err := writeToken(g.TokenFile); err != nil {
+	if err := statedir.WriteToken(g.TokenFile); err != nil {
 		return fail(err)
 	}
 	if cfg.ConfigDir != "" {
@@ -550,26 +550,6 @@ func randomHex(n int) (string, error) {
 		return "", fmt.Errorf("docker: random: %w", err)
 	}
 	return hex.EncodeToString(b), nil
-}
-
-// writeToken writes a fresh token: 32 random bytes, hex, mode 0600.
-func writeToken(file string) error {
-	tok, err := randomHex(32)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("token file: %w", err)
-	}
-	if _, err := f.WriteString(tok + "\n"); err != nil {
-		f.Close()
-		return fmt.Errorf("token file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("token file: %w", err)
-	}
-	return nil
 }
 
 // Token reads agentd's token from TokenFile.

@@ -12,33 +12,9 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/local"
 )
-
-// realAgentd returns $AGENTD_BIN/agentd when AGENTD_BIN is set, else builds
-// the real agentd (cgo, X11) into a temporary directory. Unlike
-// agentdForTest it never falls back to the stand-in: typing through the
-// real input code is what is tested.
-func realAgentd(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("AGENTD_BIN"); bin != "" {
-		p, err := filepath.Abs(filepath.Join(bin, "agentd"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("AGENTD_BIN is set but has no agentd: %v", err)
-		}
-		return p
-	}
-	p := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", p, "../cmd/agentd")
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build agentd: %v\n%s", err, out)
-	}
-	return p
-}
 
 // requireBrowserDesktop skips when a program of the exercise desktop is
 // missing, unless AGENTD_REQUIRE_X is set (CI), where that fails.
@@ -72,7 +48,7 @@ func TestTypingThroughAgentd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Firefox: skipped with -short")
 	}
-	agentd := realAgentd(t)
+	agentd := agentdtest.Binary(t)
 	dir := t.TempDir()
 	desk, err := Prepare(Config{Dir: filepath.Join(dir, "exercise")})
 	if err != nil {

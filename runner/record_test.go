@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/respserver"
 )
 
@@ -110,7 +110,7 @@ func TestTerminalApprover(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer r.Close()
-		out := &syncBuffer{}
+		out := &agentdtest.SyncBuffer{}
 		p := &TerminalApprover{in: r, out: out, interactive: true}
 		go func() {
 			// Answer only once the question is out.
@@ -156,22 +156,4 @@ func TestTerminalApprover(t *testing.T) {
 	if v, err := NewTerminalApprover(f, &out).ApproveSafetyChecks(context.Background(), call, checks); v == true || !errors.Is(err, ErrNoTerminal) || out.Len() != 0 {
 		t.Fatalf("/dev/null: %v %v %q", v, err, out.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

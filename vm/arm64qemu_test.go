@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/scaling"
@@ -154,7 +154,7 @@ func startQemuAgentd(t *testing.T, qemu, bin, display string) string {
 		t.Fatal(err)
 	}
 	addrFile := filepath.Join(dir, "addr")
-	var out syncBuffer
+	var out agentdtest.SyncBuffer
 	cmd := exec.Command(qemu, bin, "--display", display, "--listen", "127.0.0.1:0",
 		"--addr-file", addrFile, "--token-file", tokenFile)
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -195,22 +195,4 @@ func startQemuAgentd(t *testing.T, qemu, bin, display string) string {
 		case <-tick.C:
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer that a process's output and the test can share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -54,26 +54,6 @@ func randomHex(n int) (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// writeToken writes a fresh token: 32 random bytes, hex, mode 0600.
-func writeToken(file string) error {
-	tok, err := randomHex(32)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("token file: %w", err)
-	}
-	if _, err := f.WriteString(tok + "\n"); err != nil {
-		f.Close()
-		return fmt.Errorf("token file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("token file: %w", err)
-	}
-	return nil
-}
-
 func writeState(dir string, s state) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/statedir"
 )
 
 // Up creates and starts a VM guest and returns once agentd answers
@@ -85,7 +87,7 @@ func up(ctx context.Context, lima limactl, cfg Config, say func(string)) (*Guest
 	if err := stage(cfg, stageDir); err != nil {
 		return fail(err)
 	}
-	if err := writeToken(g.TokenFile); err != nil {
+	if err := statedir.WriteToken(g.TokenFile); err != nil {
 		return fail(err)
 	}
 	yaml, err := renderTemplate(cfg, port)

@@ -3,66 +3,24 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/wire"
 )
 
 const testToken = "main-test-token-0123456789abcdef"
-
-// agentdBin is $AGENTD_BIN/agentd when set (make test builds it), else a
-// fresh build of this package.
-func agentdBin(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("AGENTD_BIN"); bin != "" {
-		p, err := filepath.Abs(filepath.Join(bin, "agentd"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("AGENTD_BIN is set but has no agentd: %v", err)
-		}
-		return p
-	}
-	p := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", p, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build agentd: %v\n%s", err, out)
-	}
-	return p
-}
-
-// syncBuffer collects a child's output; the child writes while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func writeToken(t *testing.T, content string, mode os.FileMode) string {
 	t.Helper()
@@ -93,7 +51,7 @@ func envWithout() []string {
 // the token. The display does not exist: a configuration that got past the
 // checks would fail with another message.
 func TestRefusedConfigurations(t *testing.T) {
-	bin := agentdBin(t)
+	bin := agentdtest.Binary(t)
 	good := writeToken(t, testToken, 0o600)
 	cases := []struct {
 		name string
@@ -130,14 +88,14 @@ func TestRefusedConfigurations(t *testing.T) {
 type daemon struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *syncBuffer
+	stderr *agentdtest.SyncBuffer
 	exited chan struct{}
 }
 
 func startAgentd(t *testing.T, bin, display, tokenFile string) *daemon {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
-	d := &daemon{stderr: &syncBuffer{}, exited: make(chan struct{})}
+	d := &daemon{stderr: &agentdtest.SyncBuffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(bin, "--display", display, "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--addr-file", addrFile)
 	d.cmd.Env = envWithout()
 	d.cmd.Stderr = d.stderr
@@ -177,7 +135,7 @@ func ctx10(t *testing.T) context.Context {
 // nothing stays pressed; a new agentd on the same display accepts a new
 // session. Neither agentd logs the token, refusals included.
 func TestKilledMidBatch(t *testing.T) {
-	bin := agentdBin(t)
+	bin := agentdtest.Binary(t)
 	x := xvfbtest.Start(t, 1024, 768)
 	rec := xrecorder.Start(t, x.Display)
 	tokenFile := writeToken(t, testToken, 0o600)
@@ -256,7 +214,7 @@ func TestKilledMidBatch(t *testing.T) {
 // that is gone, so they stay down until the next agentd starts: it
 // releases what is down on its display before serving.
 func TestKilledMidDragNewAgentdReleases(t *testing.T) {
-	bin := agentdBin(t)
+	bin := agentdtest.Binary(t)
 	x := xvfbtest.Start(t, 1024, 768)
 	rec := xrecorder.Start(t, x.Display)
 	tokenFile := writeToken(t, testToken, 0o600)

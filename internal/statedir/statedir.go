@@ -1,11 +1,13 @@
 // Package statedir makes the private directories agentd's host side keeps
-// guest state in (tokens, sockets, logs). They live in shared places like
+// guest state in (tokens, sockets, logs), and the tokens. They live in shared places like
 // /tmp, where another user could have planted a symlink or a directory of
 // their own, so each is checked to be a real directory of this user, mode
 // 0700.
 package statedir
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,6 +56,27 @@ func Ensure(dir string) error {
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return fmt.Errorf("state directory: %w", err)
 		}
+	}
+	return nil
+}
+
+// WriteToken writes a fresh agentd token to file, which must not exist: 32
+// random bytes in hex, mode 0600.
+func WriteToken(file string) error {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return fmt.Errorf("token: %w", err)
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	if _, err := f.WriteString(hex.EncodeToString(b) + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("token file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("token file: %w", err)
 	}
 	return nil
 }

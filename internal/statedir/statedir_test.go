@@ -70,3 +70,22 @@ func TestRoot(t *testing.T) {
 		t.Fatalf("Root without a runtime directory = %q, %v", root, err)
 	}
 }
+
+func TestWriteToken(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	if err := WriteToken(file); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(file)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file mode %v, %v: want 0600", fi.Mode(), err)
+	}
+	tok, _ := os.ReadFile(file)
+	if len(strings.TrimSpace(string(tok))) != 64 {
+		t.Errorf("token %q: want 64 hex digits", tok)
+	}
+	// Never over an existing file: a second guest must not share a token.
+	if err := WriteToken(file); err == nil {
+		t.Error("WriteToken replaced an existing token")
+	}
+}

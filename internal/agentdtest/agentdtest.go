@@ -1,0 +1,55 @@
+// Package agentdtest helps tests that run the real agentd binary: where to
+// find it, and a buffer its output can be written to while a test reads.
+package agentdtest
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// Binary returns $AGENTD_BIN/agentd when AGENTD_BIN is set (make test
+// builds it), else builds the real agentd (cgo, X11) into a temporary
+// directory of the test.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv("AGENTD_BIN"); bin != "" {
+		p, err := filepath.Abs(filepath.Join(bin, "agentd"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("AGENTD_BIN is set but has no agentd: %v", err)
+		}
+		return p
+	}
+	p := filepath.Join(t.TempDir(), "agentd")
+	build := exec.Command("go", "build", "-o", p, "github.com/agentd-dev/agentd/cmd/agentd")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build agentd: %v\n%s", err, out)
+	}
+	return p
+}
+
+// SyncBuffer is a bytes.Buffer that a process's output and the test can
+// share.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
