@@ -7,8 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
 	"time"
 
 	"github.com/agentd-dev/agentd/docker"
@@ -40,49 +38,26 @@ func guestProgress(w io.Writer) func(string) {
 
 // dockerUp starts a named Docker guest for 'guest up' and records it in dir.
 func dockerUp(ctx context.Context, o upOptions, dir string) (guestState, error) {
-	cfg := docker.Config{
-		Name:    instanceName(o.name),
-		Size:    o.size,
-		Network: o.network,
-		Build:   dockerBuild(),
-	}
-	st := guestState{Name: o.name, Backend: "docker", Instance: cfg.Name, Apps: o.apps}
-	switch o.apps {
-	case "exercise":
-		configDir := filepath.Join(dir, "config")
-		if err := exercise.WriteConfig(configDir); err != nil {
-			return st, err
+	return upRemote(ctx, o, dir, func(ctx context.Context, spec exercise.RemoteSpec) (*startedGuest, error) {
+		g, err := docker.Up(ctx, docker.Config{
+			Name:      instanceName(o.name),
+			Size:      o.size,
+			Network:   o.network,
+			Build:     dockerBuild(),
+			Apps:      spec.Apps,
+			URL:       spec.URL,
+			File:      spec.File,
+			ConfigDir: spec.ConfigDir,
+		}, guestProgress(os.Stdout))
+		if err != nil {
+			return nil, err
 		}
-		defer os.RemoveAll(configDir) // Up copies it into the guest
-		spec := exercise.NewRemoteSpec(configDir)
-		cfg.Apps, cfg.URL, cfg.File, cfg.ConfigDir = spec.Apps, spec.URL, spec.File, spec.ConfigDir
-	case "desktop":
-		cfg.Apps = []string{"mousepad", "firefox"}
-	}
-	g, err := docker.Up(ctx, cfg, guestProgress(os.Stdout))
-	if err != nil {
-		return st, err
-	}
-	defer g.Close()
-	if o.apps == "exercise" {
-		if err := exercise.WaitPage(ctx, g.Remote()); err != nil {
-			return st, errors.Join(err, g.Down(context.WithoutCancel(ctx)))
+		s := &startedGuest{remote: g.Remote(), home: g.Home, addr: g.Addr, where: "container", close: func() { g.Close() }}
+		if g.TCPAddr != "" {
+			s.addr = g.TCPAddr
 		}
-	}
-	st.Display = "inside the container"
-	st.Addr, st.TokenFile, st.Started = g.Addr, g.TokenFile, time.Now().UTC()
-	if g.TCPAddr != "" {
-		st.Addr = g.TCPAddr
-	}
-	if o.apps == "exercise" {
-		st.FormURL = exercise.RemoteFormURL
-		st.RecordFile = "container:" + path.Join(g.Home, exercise.RemoteRecords)
-		st.NoteFile = "container:" + path.Join(g.Home, exercise.RemoteNote)
-	}
-	if err := writeGuestState(dir, st); err != nil {
-		return st, errors.Join(err, g.Down(context.WithoutCancel(ctx)))
-	}
-	return st, nil
+		return s, nil
+	})
 }
 
 // dockerDown stops and removes a Docker guest's container.

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
-	"time"
 
 	"github.com/agentd-dev/agentd/exercise"
 	"github.com/agentd-dev/agentd/vm"
@@ -19,38 +16,20 @@ import (
 // vmUp starts a named VM guest for 'guest up' and records it in dir. The
 // guest's agentd comes from ./bin (make agentd-linux-arm64).
 func vmUp(ctx context.Context, o upOptions, dir string) (guestState, error) {
-	cfg := vm.Config{Name: instanceName(o.name), Size: o.size}
-	st := guestState{Name: o.name, Backend: "vm", Instance: cfg.Name, Apps: o.apps}
-	switch o.apps {
-	case "exercise":
-		configDir := filepath.Join(dir, "config")
-		if err := exercise.WriteConfig(configDir); err != nil {
-			return st, err
+	return upRemote(ctx, o, dir, func(ctx context.Context, spec exercise.RemoteSpec) (*startedGuest, error) {
+		g, err := vm.Up(ctx, vm.Config{
+			Name:      instanceName(o.name),
+			Size:      o.size,
+			Apps:      spec.Apps,
+			URL:       spec.URL,
+			File:      spec.File,
+			ConfigDir: spec.ConfigDir,
+		}, guestProgress(os.Stdout))
+		if err != nil {
+			return nil, err
 		}
-		defer os.RemoveAll(configDir) // Up copies it into the guest
-		spec := exercise.NewRemoteSpec(configDir)
-		cfg.Apps, cfg.URL, cfg.File, cfg.ConfigDir = spec.Apps, spec.URL, spec.File, spec.ConfigDir
-	case "desktop":
-		cfg.Apps = []string{"mousepad", "firefox"}
-	}
-	g, err := vm.Up(ctx, cfg, guestProgress(os.Stdout))
-	if err != nil {
-		return st, err
-	}
-	if o.apps == "exercise" {
-		if err := exercise.WaitPage(ctx, g.Remote()); err != nil {
-			return st, errors.Join(err, g.Down(context.WithoutCancel(ctx)))
-		}
-		st.FormURL = exercise.RemoteFormURL
-		st.RecordFile = "vm:" + path.Join(g.Home, exercise.RemoteRecords)
-		st.NoteFile = "vm:" + path.Join(g.Home, exercise.RemoteNote)
-	}
-	st.Display = "inside the VM"
-	st.Addr, st.TokenFile, st.Started = g.Addr, g.TokenFile, time.Now().UTC()
-	if err := writeGuestState(dir, st); err != nil {
-		return st, errors.Join(err, g.Down(context.WithoutCancel(ctx)))
-	}
-	return st, nil
+		return &startedGuest{remote: g.Remote(), home: g.Home, addr: g.Addr, where: "VM", close: func() {}}, nil
+	})
 }
 
 // vmDown deletes a VM guest.
