@@ -17,20 +17,11 @@ import (
 	"github.com/agentd-dev/agentd/bench/probe"
 )
 
-// init turns agentd into the measuring helper of `agentctl bench` when its
-// first argument is probe.Arg. It is a hidden mode, not a flag: it serves
-// no one but the bench, which starts it with the guest's DISPLAY. robotgo
-// needs cgo, and agentd is the cgo binary a guest already has.
-func init() {
-	if len(os.Args) > 1 && os.Args[1] == probe.Arg {
-		if err := runBenchProbe(); err != nil {
-			fmt.Fprintln(os.Stderr, "agentd "+probe.Arg+":", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-}
-
+// runBenchProbe is agentd as the measuring helper of `agentctl bench`,
+// started with probe.Arg as its first argument: a hidden mode, not a flag,
+// that serves no one but the bench, which starts it with the guest's
+// DISPLAY. robotgo needs cgo, and agentd is the cgo binary a guest already
+// has.
 func runBenchProbe() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -19,10 +19,18 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/agentd"
+	"github.com/agentd-dev/agentd/bench/probe"
 	"github.com/agentd-dev/agentd/capture"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == probe.Arg {
+		if err := runBenchProbe(); err != nil {
+			fmt.Fprintln(os.Stderr, "agentd "+probe.Arg+":", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		os.Exit(1)
