@@ -103,10 +103,6 @@ wait_for() {
   done
 }
 
-# has_wm: a window manager has announced itself on the root window (xprop
-# exits 0 whether or not the property exists).
-has_wm() { xprop -root _NET_SUPPORTING_WM_CHECK | grep -q 'window id'; }
-
 # has_window CLASS: the window manager manages a window whose WM_CLASS
 # class is CLASS (applications make hidden helper windows of the same class
 # first).
@@ -159,10 +155,15 @@ start xvfb Xvfb "$display" -screen 0 "${width}x${height}x${depth}" -nolisten tcp
 export DISPLAY="$display"
 wait_for "the display $display" xdpyinfo
 
-wm_args=(--sm-disable)
+# openbox runs its --startup command once it manages windows: a window
+# mapped earlier, while it still starts up (after it has announced itself
+# with _NET_SUPPORTING_WM_CHECK), can be left unmapped for good.
+wm_ready=/tmp/openbox-ready
+rm -f "$wm_ready"
+wm_args=(--sm-disable --startup "touch $wm_ready")
 [ -z "$config_dir" ] || [ ! -f "$config_dir/openbox-rc.xml" ] || wm_args+=(--config-file "$config_dir/openbox-rc.xml")
 start openbox openbox "${wm_args[@]}"
-wait_for "the window manager" has_wm
+wait_for "the window manager" test -e "$wm_ready"
 
 # The window classes are the exercise's (exercise.BrowserClass and
 # EditorClass): its window manager rules place windows by them.

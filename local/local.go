@@ -366,8 +366,13 @@ func (g *Guest) startX(ctx context.Context, path string) error {
 	return writeXauthority(g.Xauthority, got, cookie)
 }
 
+// startWM starts openbox and waits until it has finished starting: it runs
+// its --startup command only then. A window mapped earlier, while openbox
+// has announced itself (_NET_SUPPORTING_WM_CHECK) but still starts up, can
+// be left unmapped for good.
 func (g *Guest) startWM(ctx context.Context, path string) error {
-	args := []string{"--sm-disable"}
+	ready := filepath.Join(g.StateDir, "wm-ready")
+	args := []string{"--sm-disable", "--startup", "touch '" + strings.ReplaceAll(ready, "'", `'\''`) + "'"}
 	if g.cfg.WindowManagerConfig != "" {
 		args = append(args, "--config-file", g.cfg.WindowManagerConfig)
 	}
@@ -375,7 +380,12 @@ func (g *Guest) startWM(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	return g.waitX(ctx, p, "window manager to take the screen", wmRunning)
+	return g.waitX(ctx, p, "window manager to take the screen", func(x *xconn) (bool, error) {
+		if _, err := os.Stat(ready); err != nil {
+			return false, nil
+		}
+		return wmRunning(x)
+	})
 }
 
 func (g *Guest) startApp(ctx context.Context, a App, path string) error {
