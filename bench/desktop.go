@@ -23,6 +23,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/agentd-dev/agentd/internal/testimage"
+	"github.com/agentd-dev/agentd/internal/xkeymap"
 )
 
 // The effect target's two colours: a click inside it swaps them, so every
@@ -55,7 +56,7 @@ type desktop struct {
 	mu      sync.Mutex
 	events  []xEvent
 	changed chan struct{} // closed and replaced on every event
-	keys    keymap
+	keys    xkeymap.Map
 	mapped  bool
 	flipped bool
 	err     error // the first X error
@@ -170,7 +171,7 @@ func (d *desktop) setUp() error {
 	if scr.RootDepth != 24 || setup.ImageByteOrder != xproto.ImageOrderLSBFirst {
 		return fmt.Errorf("needs a 24-bit little-endian screen (depth %d)", scr.RootDepth)
 	}
-	if err := d.loadKeymap(); err != nil {
+	if err := d.loadKeys(); err != nil {
 		return err
 	}
 	var err error
@@ -291,7 +292,7 @@ func (d *desktop) handle(ev xgb.Event, seen time.Time) {
 	switch ev := ev.(type) {
 	case xproto.KeyPressEvent:
 		d.mu.Lock()
-		ch := d.keys.char(int(ev.Detail), ev.State)
+		ch := d.keys.Rune(int(ev.Detail), ev.State)
 		d.mu.Unlock()
 		if ev.State&(xproto.ModMaskControl|xproto.ModMask1) != 0 {
 			ch = 0 // a shortcut, not text
@@ -312,7 +313,7 @@ func (d *desktop) handle(ev xgb.Event, seen time.Time) {
 		// Input drivers bind characters the layout lacks to spare keycodes;
 		// read the new map before the key events that follow.
 		if ev.Request == xproto.MappingKeyboard {
-			if err := d.loadKeymap(); err != nil {
+			if err := d.loadKeys(); err != nil {
 				d.fail(err)
 			}
 		}
@@ -433,4 +434,15 @@ func (d *desktop) waitTyped(ctx context.Context, from, n int, timeout time.Durat
 			return "", time.Time{}, ctx.Err()
 		}
 	}
+}
+
+func (d *desktop) loadKeys() error {
+	keys, err := xkeymap.Load(d.conn)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.keys = keys
+	d.mu.Unlock()
+	return nil
 }

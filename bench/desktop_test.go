@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/jezek/xgb/xproto"
 )
 
 func xauthEntry(name string, data []byte) []byte {
@@ -35,27 +33,5 @@ func TestReadCookieSkipsOtherProtocols(t *testing.T) {
 	}
 	if _, err := readCookie(path); err == nil {
 		t.Fatal("a truncated file was accepted")
-	}
-}
-
-func TestKeymapChar(t *testing.T) {
-	// Keycodes 10..12: a/A, 1/!, and a lone b (both cases by rule).
-	k := keymap{minCode: 10, per: 2, syms: []xproto.Keysym{'a', 'A', '1', '!', 'b', 0}}
-	for _, tc := range []struct {
-		code  int
-		state uint16
-		want  rune
-	}{
-		{10, 0, 'a'}, {10, xproto.ModMaskShift, 'A'}, {10, xproto.ModMaskLock, 'A'},
-		{11, 0, '1'}, {11, xproto.ModMaskShift, '!'}, {11, xproto.ModMaskLock, '1'},
-		{12, 0, 'b'}, {12, xproto.ModMaskShift, 'B'},
-		{9, 0, 0}, {13, 0, 0},
-	} {
-		if got := k.char(tc.code, tc.state); got != tc.want {
-			t.Errorf("char(%d, %#x) = %q, want %q", tc.code, tc.state, got, tc.want)
-		}
-	}
-	if keysymRune(0xff0d) != '\n' || keysymRune(0x010020ac) != '€' || keysymRune(0xffe1) != 0 {
-		t.Error("keysymRune: Return, a Unicode keysym, Shift_L")
 	}
 }

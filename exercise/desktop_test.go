@@ -68,7 +68,7 @@ func requireDesktop(t *testing.T) {
 func TestDesktopWithXdotool(t *testing.T) {
 	requireDesktop(t)
 	if testing.Short() {
-		t.Skip("starts Firefox: skipped with -short")
+		t.Skip("requires a full run: starts Firefox (skipped with -short)")
 	}
 	dir := t.TempDir()
 	desk, err := Prepare(Config{Dir: filepath.Join(dir, "exercise")})

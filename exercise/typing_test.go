@@ -46,7 +46,7 @@ func requireBrowserDesktop(t *testing.T) {
 func TestTypingThroughAgentd(t *testing.T) {
 	requireBrowserDesktop(t)
 	if testing.Short() {
-		t.Skip("starts Firefox: skipped with -short")
+		t.Skip("requires a full run: starts Firefox (skipped with -short)")
 	}
 	agentd := agentdtest.Binary(t)
 	dir := t.TempDir()

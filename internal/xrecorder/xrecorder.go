@@ -19,8 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode"
 
+	"github.com/agentd-dev/agentd/internal/xkeymap"
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 )
@@ -135,9 +135,7 @@ type Recorder struct {
 	mu       sync.Mutex
 	events   []Event
 	changed  chan struct{} // closed and replaced on every new event
-	minCode  int
-	per      int
-	syms     []xproto.Keysym
+	keys     xkeymap.Map
 	fills    []fill
 	mapped   bool
 	syncSent uint32
@@ -301,11 +299,11 @@ func (r *Recorder) handle(ev xgb.Event) {
 
 func (r *Recorder) addKey(kind Kind, t xproto.Timestamp, x, y int16, state uint16, code xproto.Keycode) {
 	r.mu.Lock()
-	sym := r.keysym(int(code), state)
+	sym := r.keys.Keysym(int(code), state)
 	r.mu.Unlock()
 	e := Event{Kind: kind, Time: uint32(t), X: int(x), Y: int(y), State: state, Keycode: int(code), Keysym: sym}
 	if kind == KeyPress {
-		e.Char = keysymRune(sym)
+		e.Char = xkeymap.KeysymRune(sym)
 	}
 	r.add(e)
 }
@@ -324,77 +322,14 @@ func (r *Recorder) signal() {
 }
 
 func (r *Recorder) loadKeymap() error {
-	setup := xproto.Setup(r.conn)
-	n := int(setup.MaxKeycode) - int(setup.MinKeycode) + 1
-	rep, err := xproto.GetKeyboardMapping(r.conn, setup.MinKeycode, byte(n)).Reply()
+	keys, err := xkeymap.Load(r.conn)
 	if err != nil {
-		return fmt.Errorf("read keyboard mapping: %w", err)
+		return err
 	}
 	r.mu.Lock()
-	r.minCode, r.per, r.syms = int(setup.MinKeycode), int(rep.KeysymsPerKeycode), rep.Keysyms
+	r.keys = keys
 	r.mu.Unlock()
 	return nil
-}
-
-// keysym applies the core protocol's rules for the first group: level 1 with
-// Shift, Caps Lock upper-casing letters, a lone keysym standing for both
-// levels (its lower and upper case if it has any). r.mu is held.
-func (r *Recorder) keysym(code int, state uint16) uint32 {
-	i := (code - r.minCode) * r.per
-	if r.per == 0 || i < 0 || i+r.per > len(r.syms) {
-		return 0
-	}
-	lower, upper := uint32(r.syms[i]), uint32(0)
-	if r.per > 1 {
-		upper = uint32(r.syms[i+1])
-	}
-	if upper == 0 {
-		lower, upper = caseOf(lower)
-	}
-	sym := lower
-	if state&ShiftMask != 0 {
-		sym = upper
-	}
-	if state&LockMask != 0 {
-		_, up := caseOf(sym)
-		sym = up
-	}
-	return sym
-}
-
-// caseOf returns the lower- and upper-case keysyms of a letter keysym, or
-// the keysym twice.
-func caseOf(sym uint32) (uint32, uint32) {
-	r := keysymRune(sym)
-	if r == 0 || !unicode.IsLetter(r) {
-		return sym, sym
-	}
-	return runeKeysym(unicode.ToLower(r)), runeKeysym(unicode.ToUpper(r))
-}
-
-// keysymRune is the character a keysym types: Latin-1 and Unicode keysyms,
-// Return and Tab (keypad and others are 0).
-func keysymRune(sym uint32) rune {
-	switch {
-	case sym == 0xff0d || sym == 0xff8d: // Return, KP_Enter
-		return '\n'
-	case sym == 0xff09: // Tab
-		return '\t'
-	case sym >= 0x20 && sym < 0x7f, sym >= 0xa0 && sym <= 0xff:
-		return rune(sym)
-	case sym >= 0x01000100 && sym <= 0x0110ffff:
-		return rune(sym - 0x01000000)
-	case sym == 0x20ac: // EuroSign, a legacy keysym in common layouts
-		return '€'
-	}
-	return 0
-}
-
-func runeKeysym(r rune) uint32 {
-	if (r >= 0x20 && r < 0x7f) || (r >= 0xa0 && r <= 0xff) {
-		return uint32(r)
-	}
-	return 0x01000000 | uint32(r)
 }
 
 // Events returns a copy of the events recorded since Start or Clear.
@@ -591,5 +526,5 @@ func (r *Recorder) Down(tb testing.TB) (keycodes []int, mask uint16) {
 func (r *Recorder) Lookup(keycode int, state uint16) uint32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.keysym(keycode, state)
+	return r.keys.Keysym(keycode, state)
 }

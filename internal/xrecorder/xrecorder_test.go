@@ -102,20 +102,3 @@ func TestRecorder(t *testing.T) {
 		t.Errorf("X error: %v", err)
 	}
 }
-
-func TestKeysymRune(t *testing.T) {
-	for sym, want := range map[uint32]rune{
-		'a': 'a', 0xe9: 'é', 0xff0d: '\n', 0xff09: '\t', 0x1006771: '東', 0x101f642: '🙂', 0x20ac: '€',
-		0xffe1: 0, 0xffbe: 0,
-	} {
-		if got := keysymRune(sym); got != want {
-			t.Errorf("keysymRune(%#x) = %q, want %q", sym, got, want)
-		}
-	}
-	if lo, up := caseOf(0xe9); lo != 0xe9 || up != 0xc9 {
-		t.Errorf("caseOf(é) = %#x, %#x", lo, up)
-	}
-	if lo, up := caseOf(0x1000141); lo != 0x1000142 || up != 0x1000141 {
-		t.Errorf("caseOf(Ł) = %#x, %#x", lo, up)
-	}
-}
