@@ -29,23 +29,7 @@ func (d *desktop) health(t *testing.T) int {
 	return resp.StatusCode
 }
 
-// dialEventually connects once the previous controller's session has
-// fully ended (its inputs released).
-func (d *desktop) dialEventually(t *testing.T) *guest.Client {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := guest.Dial(ctx5(t), d.addr, testToken)
-		if err == nil {
-			t.Cleanup(func() { c.Close() })
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the controller slot never freed: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+func (d *desktop) dialEventually(t *testing.T) *guest.Client { return dialEventually(t, d.addr) }
 
 // TestE2EXServerRestartedUnderAgentd: the X server goes away under a
 // running agentd with a controller connected. Health turns red and actions

@@ -406,21 +406,23 @@ func TestSecondControllerIsBusy(t *testing.T) {
 
 // dialEventually connects once the previous session has fully ended: the
 // controller slot frees only after its inputs were released.
-func (f *fixture) dialEventually(t *testing.T) *guest.Client {
+func dialEventually(t *testing.T, addr string) *guest.Client {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := guest.Dial(ctx5(t), f.addr, testToken)
+		c, err := guest.Dial(ctx5(t), addr, testToken)
 		if err == nil {
 			t.Cleanup(func() { c.Close() })
 			return c
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("slot never freed: %v", err)
+			t.Fatalf("the controller slot never freed: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func (f *fixture) dialEventually(t *testing.T) *guest.Client { return dialEventually(t, f.addr) }
 
 func TestCancelStopsRunningActionAndReleases(t *testing.T) {
 	f := newFixture(t, nil)
