@@ -9,9 +9,8 @@ import (
 	"image/png"
 	"io"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
+	"github.com/agentd-dev/agentd/internal/workpool"
 	"github.com/klauspost/compress/flate"
 )
 
@@ -74,11 +73,7 @@ type Encoder struct {
 	job     pngJob
 	strips  []strip
 	workers []pngWorker
-	next    atomic.Int32 // next strip to claim
-	ids     atomic.Int32 // next worker state to claim
-	wg      sync.WaitGroup
-	work    func() // e.worker bound to workOf, so that `go e.work()` allocates nothing
-	workOf  *Encoder
+	run     workpool.Pool
 
 	// Fixed in use; tests and benchmarks vary them.
 	mode      filterMode
@@ -195,19 +190,7 @@ func (e *Encoder) encodeRGB(w io.Writer, pix []byte, stride, width, height int) 
 			return false, fmt.Errorf("compressor: %w", err)
 		}
 	}
-	e.next.Store(0)
-	e.ids.Store(0)
-	if workers > 1 {
-		if e.workOf != e {
-			e.work, e.workOf = e.worker, e
-		}
-		e.wg.Add(workers - 1)
-		for range workers - 1 {
-			go e.work()
-		}
-	}
-	e.runStrips()
-	e.wg.Wait()
+	e.run.Run(workers, nstrips, (*stripJob)(e))
 	e.job = pngJob{} // don't keep the caller's pixels alive
 	strips := e.strips[:nstrips]
 	adler := uint32(1)
@@ -267,23 +250,15 @@ func (wk *pngWorker) grow(width int) error {
 	return nil
 }
 
-func (e *Encoder) worker() {
-	defer e.wg.Done()
-	e.runStrips()
-}
+// stripJob is an Encoder as the workpool.Job of its current call: one unit
+// is one strip of rows.
+type stripJob Encoder
 
-// runStrips claims a worker state, then strips until none is left.
-func (e *Encoder) runStrips() {
-	wk := &e.workers[e.ids.Add(1)-1]
+func (s *stripJob) Do(worker, i int) {
+	e := (*Encoder)(s)
 	j := &e.job
-	for {
-		i := int(e.next.Add(1) - 1)
-		y0 := i * j.rows
-		if y0 >= j.height {
-			return
-		}
-		e.encodeStrip(wk, &e.strips[i], i == 0, y0, min(y0+j.rows, j.height))
-	}
+	y0 := i * j.rows
+	e.encodeStrip(&e.workers[worker], &e.strips[i], i == 0, y0, min(y0+j.rows, j.height))
 }
 
 // encodeStrip filters and compresses rows y0 … y1-1 into s.

@@ -10,8 +10,8 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"sync"
-	"sync/atomic"
+
+	"github.com/agentd-dev/agentd/internal/workpool"
 )
 
 // Scaler turns a captured screen into the image of a transform: crop, then
@@ -40,7 +40,7 @@ import (
 //     rows are the same as the rows above (see band), nothing is computed.
 //     This is exact, since the weights sum to exactly 1.
 //   - Bands of output rows are scaled by runtime.GOMAXPROCS(0) goroutines
-//     (at most one per 64 Ki output pixels), started for each call and
+//     (at most one per 64 Ki output pixels, internal/workpool), started for each call and
 //     waited for: nothing outlives Scale, and there is nothing to stop.
 //     A persistent pool measured ≈10 µs less wall time per call of ≈5 ms, so
 //     it is not worth an owner and an exit. Every output row is computed the
@@ -84,12 +84,8 @@ type Scaler struct {
 
 	// The current call, shared with its workers.
 	job     job
-	scratch []scratch    // one per worker
-	next    atomic.Int32 // next band to claim
-	ids     atomic.Int32 // next scratch to claim
-	wg      sync.WaitGroup
-	work    func() // s.worker bound to workOf, so that `go s.work()` allocates nothing
-	workOf  *Scaler
+	scratch []scratch // one per worker
+	pool    workpool.Pool
 
 	workers int  // if > 0, use exactly this many workers (tests)
 	fresh   bool // compute every pixel, reusing nothing from the row above (tests)
@@ -200,19 +196,7 @@ func (s *Scaler) Scale(src *image.RGBA, t Transform) (*image.RGBA, error) {
 	s.job = j
 	s.grow(workers)
 
-	s.next.Store(0)
-	s.ids.Store(0)
-	if workers > 1 {
-		if s.workOf != s {
-			s.work, s.workOf = s.worker, s
-		}
-		s.wg.Add(workers - 1)
-		for range workers - 1 {
-			go s.work()
-		}
-	}
-	s.runBands()
-	s.wg.Wait()
+	s.pool.Run(workers, j.bands, (*bandJob)(s))
 	s.job = job{} // don't keep the caller's source alive
 	return s.out, nil
 }
@@ -238,26 +222,18 @@ func (s *Scaler) grow(n int) {
 	}
 }
 
-func (s *Scaler) worker() {
-	defer s.wg.Done()
-	s.runBands()
-}
+// bandJob is a Scaler as the workpool.Job of its current call: one unit is
+// one band of output rows.
+type bandJob Scaler
 
-// runBands claims a scratch, then bands until none is left.
-func (s *Scaler) runBands() {
-	sc := &s.scratch[s.ids.Add(1)-1]
-	j := &s.job
+func (b *bandJob) Do(worker, band int) {
+	s := (*Scaler)(b)
+	sc, j := &s.scratch[worker], &s.job
 	h := j.out.Rect.Dy()
-	for {
-		b := int(s.next.Add(1) - 1)
-		if b >= j.bands {
-			return
-		}
-		if j.vPass {
-			s.band(sc, b*h/j.bands, (b+1)*h/j.bands)
-		} else {
-			s.bandWidthOnly(sc, b*h/j.bands, (b+1)*h/j.bands)
-		}
+	if j.vPass {
+		s.band(sc, band*h/j.bands, (band+1)*h/j.bands)
+	} else {
+		s.bandWidthOnly(sc, band*h/j.bands, (band+1)*h/j.bands)
 	}
 }
 
