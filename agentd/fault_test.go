@@ -96,19 +96,7 @@ func TestE2EXServerRestartedUnderAgentd(t *testing.T) {
 
 // rawController connects without the guest client, so the test can drop
 // the TCP connection at any moment.
-func (d *desktop) rawController(t *testing.T) *websocket.Conn {
-	t.Helper()
-	conn, _, err := websocket.Dial(ctx5(t), "ws://"+d.addr+"/v1", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}, Subprotocols: []string{wire.Subprotocol}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.CloseNow() })
-	if _, _, err := conn.Read(ctx5(t)); err != nil { // hello
-		t.Fatal(err)
-	}
-	return conn
-}
+func (d *desktop) rawController(t *testing.T) *websocket.Conn { return rawConnTo(t, d.addr) }
 
 // TestE2EDroppedConnectionMidType: the controller's connection drops while
 // a long text is being typed. Typing stops, nothing stays pressed, and the

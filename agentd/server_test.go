@@ -300,9 +300,13 @@ func TestBadInputIsRefusedAndSessionKeepsServing(t *testing.T) {
 
 // rawConn is a websocket to agentd without the guest client, for messages
 // the client would never send.
-func rawConn(t *testing.T, f *fixture) *websocket.Conn {
+func rawConn(t *testing.T, f *fixture) *websocket.Conn { return rawConnTo(t, f.addr) }
+
+// rawConnTo is a controller's websocket to agentd at addr, hello read,
+// without the guest client.
+func rawConnTo(t *testing.T, addr string) *websocket.Conn {
 	t.Helper()
-	conn, _, err := websocket.Dial(ctx5(t), "ws://"+f.addr+"/v1", &websocket.DialOptions{
+	conn, _, err := websocket.Dial(ctx5(t), "ws://"+addr+"/v1", &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}, Subprotocols: []string{wire.Subprotocol}})
 	if err != nil {
 		t.Fatal(err)
