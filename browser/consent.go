@@ -1,0 +1,118 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Phase says when consent is asked.
+type Phase string
+
+// PhaseBeforeRead is the phase of a consent asked for a member listed in
+// confirm_reads, before anything of the page is read; its State is nil.
+const PhaseBeforeRead Phase = "before_read"
+
+// ConsentRequest is what Confirm is asked about. Every callback receives its
+// own deep copy: changing it changes neither the validated call nor what
+// another callback sees.
+type ConsentRequest struct {
+	// Phase is PhaseBeforeRead for a confirm_reads consent and empty for an
+	// action.
+	Phase  Phase
+	Member Member
+	// Arguments are the call's validated arguments (one of the *Args types).
+	Arguments Arguments
+	// State is the state observed before the action: a record of an earlier
+	// observation that locks neither the document nor the focused control.
+	// A driver whose consent binds to a target re-checks it when it acts.
+	// State is nil in PhaseBeforeRead.
+	State  *State
+	CallID string
+}
+
+// URLPolicyRequest is what the URL policy is asked about: the same as a
+// ConsentRequest for navigate or new_tab, plus the requested URL, parsed.
+type URLPolicyRequest struct {
+	Member    Member
+	Arguments Arguments
+	State     *State
+	CallID    string
+	// URL is the requested URL. Compare its scheme, host name and port
+	// with the task's allowed destinations; never a string prefix
+	// (https://example.com.evil.test is not https://example.com).
+	URL *url.URL
+}
+
+// ConfirmFunc approves one browser call. Only the value true of type bool
+// approves: false, nil, the string "true", 1 or any other value refuses (the
+// model is told). An error or a panic stops the run (ErrConsentFailed). It
+// receives the run's context and should return when that is done.
+type ConfirmFunc func(ctx context.Context, req ConsentRequest) (any, error)
+
+// URLPolicyFunc approves the URL of a navigate or new_tab call before
+// confirm is asked, under the same rules as ConfirmFunc. It checks the
+// requested navigation only: it cannot stop redirects, pop-ups, page
+// scripts or embedded resources, so apply a network policy in the browser or
+// its environment too.
+type URLPolicyFunc func(ctx context.Context, req URLPolicyRequest) (any, error)
+
+// ask runs one consent callback and decides, failing closed: approved only
+// on exactly true. A callback error or panic is returned as an error.
+func ask(f func() (any, error)) (approved bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			approved, err = false, fmt.Errorf("%w: the callback panicked: %v", ErrConsentFailed, p)
+		}
+	}()
+	v, err := f()
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrConsentFailed, err)
+	}
+	return v == true, nil
+}
+
+// AllowOrigins returns a URL policy that approves exactly the URLs whose
+// scheme, host name and port equal those of one of origins ("https://
+// example.com", "http://127.0.0.1:8080"). Default ports count as given
+// (https://example.com:443 is https://example.com); host names compare
+// case-insensitively and whole, so neither a longer host
+// (example.com.evil.test), a subdomain (www.example.com), a trailing dot
+// nor credentials that look like a host (https://example.com@evil.test) get
+// through. An origin with a path, query, fragment or credentials is an
+// error.
+func AllowOrigins(origins ...string) (URLPolicyFunc, error) {
+	if len(origins) == 0 {
+		return nil, errors.New("AllowOrigins: no origins given")
+	}
+	allowed := make(map[origin]bool, len(origins))
+	for _, o := range origins {
+		u, err := url.Parse(o)
+		if err != nil {
+			return nil, fmt.Errorf("AllowOrigins: %q: %w", o, redactURLError(err))
+		}
+		if u.Scheme == "" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") ||
+			u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+			return nil, fmt.Errorf("AllowOrigins: %q is not an origin (scheme://host[:port])", o)
+		}
+		allowed[originOf(u)] = true
+	}
+	return func(_ context.Context, req URLPolicyRequest) (any, error) {
+		return req.URL != nil && req.URL.Host != "" && allowed[originOf(req.URL)], nil
+	}, nil
+}
+
+type origin struct {
+	scheme, host, port string
+}
+
+func originOf(u *url.URL) origin {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		port = defaultPort(scheme)
+	}
+	return origin{scheme: scheme, host: strings.ToLower(u.Hostname()), port: port}
+}
