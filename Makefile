@@ -48,7 +48,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved und
 	$(GO) test -run '^$$' -fuzz '^FuzzParseServerMessage$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./guest/
 	$(GO) test -run '^$$' -fuzz '^FuzzToScreen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scaling/
 	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scaling/
-	$(GO) test -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./capture/
+	$(GO) test -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pngenc/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeArguments$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./browser/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./browser/
 	$(GO) test -run '^$$' -fuzz '^FuzzSafeInteger$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./browser/

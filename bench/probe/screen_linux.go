@@ -12,6 +12,7 @@ import (
 	"github.com/kbinani/screenshot"
 
 	"github.com/agentd-dev/agentd/capture"
+	"github.com/agentd-dev/agentd/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -56,7 +57,7 @@ func OpenScreen(ctx context.Context, display string) (*Screen, error) {
 	stillScaled := image.NewRGBA(scaled.Rect)
 	copy(stillScaled.Pix, scaled.Pix)
 
-	var enc capture.Encoder
+	var enc pngenc.Encoder
 	var renderer capture.Renderer
 	var out counter
 	s := &Screen{capturer: c, Unavailable: map[string]string{}}
@@ -116,7 +117,7 @@ func (c *counter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (c *counter) encode(enc *capture.Encoder, img image.Image) (int, error) {
+func (c *counter) encode(enc *pngenc.Encoder, img image.Image) (int, error) {
 	c.n = 0
 	err := enc.Encode(c, img)
 	return c.n, err

@@ -1,6 +1,6 @@
 // Package workpool runs one call's units of work on a few goroutines that
 // start with the call and end before it returns, without allocating in the
-// steady state. The resampler (scaling) and the PNG writer (capture) split a
+// steady state. The resampler (scaling) and the PNG writer (pngenc) split a
 // screenshot into bands this way.
 package workpool
 
