@@ -40,6 +40,8 @@ provision_runtime() {
     x11-utils
     # the exercise applications
     firefox-esr mousepad
+    # the browser toolset's driver (agentd --browser): keeps its sandbox
+    chromium
     # fonts: Latin and CJK, so typed Unicode renders
     fonts-dejavu-core fonts-noto-cjk
   )

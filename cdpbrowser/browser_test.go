@@ -1,0 +1,249 @@
+package cdpbrowser
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/browser"
+	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/internal/xvfbtest"
+)
+
+// start runs a Chromium on a private Xvfb for one test. As root, the
+// browser runs as nobody: Chromium refuses root with its sandbox on.
+func start(t *testing.T) (*Browser, context.Context) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/chromium"); err != nil && os.Getenv("AGENTD_REQUIRE_X") == "" {
+		t.Skip("missing prerequisite: chromium is not installed (Debian package chromium; scripts/install-deps.sh)")
+	}
+	x := xvfbtest.Start(t, 1440, 900)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	var out strings.Builder
+	cfg := Config{Display: x.Display, Width: 1440, Height: 900, Output: &out}
+	if os.Geteuid() == 0 {
+		cfg.User = &Account{UID: 65534, GID: 65534}
+	}
+	b, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("%v\nbrowser output:\n%s", err, out.String())
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return b, ctx
+}
+
+func formServer(t *testing.T) *exercise.RecordServer {
+	t.Helper()
+	srv, err := exercise.NewRecordServer(filepath.Join(t.TempDir(), "records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// refOf finds the ref of the element labelled label.
+func refOf(t *testing.T, r browser.ReadResult, label string) string {
+	t.Helper()
+	if r.Read == nil {
+		t.Fatal("no structured read")
+	}
+	for _, e := range r.Read.Elements {
+		if e.Label == label {
+			return e.Ref
+		}
+	}
+	t.Fatalf("no element labelled %q in %+v", label, r.Read.Elements)
+	return ""
+}
+
+// must fails the test on a method's error: must(t)(b.Click(...)).
+func must(t *testing.T) func(*string, error) {
+	return func(_ *string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The form is filled through refs of the accessibility tree, and the
+// server's record is exactly what was typed and chosen.
+func TestFillFormThroughRefs(t *testing.T) {
+	b, ctx := start(t)
+	srv := formServer(t)
+	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
+	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterInteractive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]browser.Role{}
+	for _, e := range r.Read.Elements {
+		roles[e.Label] = e.Role
+	}
+	for label, role := range map[string]browser.Role{"Name": browser.RoleTextbox, "Date (YYYY-MM-DD)": browser.RoleTextbox,
+		"Pickup slot": browser.RoleListbox, "Fragile": browser.RoleCheckbox, "Submit": browser.RoleButton} {
+		if roles[label] != role {
+			t.Errorf("%s: role %q, want %q", label, roles[label], role)
+		}
+	}
+	name := refOf(t, r, "Name")
+	must(t)(b.Type(ctx, browser.TypeArgs{Text: exercise.PickupName, Target: &name}))
+	date := refOf(t, r, "Date (YYYY-MM-DD)")
+	must(t)(b.Type(ctx, browser.TypeArgs{Text: "2025-03-14", Target: &date}))
+	must(t)(b.SelectOption(ctx, browser.SelectOptionArgs{Target: refOf(t, r, "Pickup slot"), Values: []string{"Afternoon"}}))
+	must(t)(b.Click(ctx, browser.ClickArgs{Target: refOf(t, r, "Fragile")}))
+
+	again, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refOf(t, again, "Name") != name {
+		t.Errorf("the same control got a new ref within one document")
+	}
+	for _, e := range again.Read.Elements {
+		switch e.Label {
+		case "Name":
+			if e.Value == nil || *e.Value != exercise.PickupName {
+				t.Errorf("name value %v", e.Value)
+			}
+		case "Fragile":
+			if e.Checked == nil || !*e.Checked {
+				t.Errorf("fragile not checked")
+			}
+		}
+	}
+	must(t)(b.Click(ctx, browser.ClickArgs{Target: refOf(t, r, "Submit")}))
+
+	recs, err := srv.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("%d records, want 1", len(recs))
+	}
+	got := recs[0]
+	if got.Name != exercise.PickupName || got.Date != "2025-03-14" || got.Slot != "Afternoon" || !got.Fragile {
+		t.Errorf("record %+v", got)
+	}
+	st, err := b.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Tabs) != 1 || st.Tabs[0].Title != "Saved" || !st.Tabs[0].Active {
+		t.Errorf("state after submit: %+v", st)
+	}
+}
+
+// A ref read before a navigation is refused afterwards, and nothing is
+// clicked: no record, the form still there.
+func TestStaleRefAfterNavigation(t *testing.T) {
+	b, ctx := start(t)
+	srv := formServer(t)
+	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
+	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := refOf(t, r, "Name")
+	submit := refOf(t, r, "Submit")
+	must(t)(b.Type(ctx, browser.TypeArgs{Text: "Ann", Target: &name}))
+	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
+
+	_, err = b.Click(ctx, browser.ClickArgs{Target: submit})
+	var be *browser.BrowserError
+	if !errors.As(err, &be) || !strings.Contains(be.Message, "stale") {
+		t.Fatalf("click on a stale ref: %v, want a BrowserError saying stale", err)
+	}
+	if recs, err := srv.Records(); err != nil || len(recs) != 0 {
+		t.Errorf("records %v (%v), want none", recs, err)
+	}
+	st, err := b.State(ctx)
+	if err != nil || st.Tabs[0].Title != "Pickup request" {
+		t.Errorf("state %+v (%v), want the form still shown", st, err)
+	}
+	// The new document's refs work.
+	r, err = b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refOf(t, r, "Submit") == submit {
+		t.Errorf("a new document reused ref %q", submit)
+	}
+}
+
+// Chromium keeps its sandbox: no --no-sandbox, and its renderers run in a
+// user namespace of their own.
+func TestSandboxKept(t *testing.T) {
+	b, _ := start(t)
+	pid := b.pid()
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	for _, a := range args {
+		if a == "--no-sandbox" {
+			t.Fatalf("the browser runs with --no-sandbox: %q", args)
+		}
+	}
+	own, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderers := 0
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		cl, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(cl), "--type=renderer") || !strings.Contains(string(cl), b.dataDir) && !descends(d.Name(), pid) {
+			continue
+		}
+		ns, err := os.Readlink("/proc/" + d.Name() + "/ns/user")
+		if err != nil {
+			continue
+		}
+		renderers++
+		if ns == own {
+			t.Errorf("renderer %s shares agentd's user namespace: not sandboxed", d.Name())
+		}
+	}
+	if renderers == 0 {
+		t.Fatal("found no renderer process of the browser")
+	}
+}
+
+// descends reports whether process pid descends from ancestor.
+func descends(pid string, ancestor int) bool {
+	for range 16 {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return false
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 2 {
+			return false
+		}
+		pid = fields[1]
+		if pid == strconv.Itoa(ancestor) {
+			return true
+		}
+		if pid == "0" || pid == "1" {
+			return false
+		}
+	}
+	return false
+}
