@@ -20,6 +20,7 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/render"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )
@@ -65,7 +66,7 @@ func newDesktopServer(tb testing.TB, w, h int, logf func(string, ...any)) *deskt
 	}
 	tb.Cleanup(func() { input.Close() })
 	exec := actions.NewExecutor(input, actions.ExecOptions{Frames: screen})
-	srv, err := New(Config{Token: []byte(testToken), Screen: screen, Imager: &capture.Renderer{}, Exec: exec, Logf: logf,
+	srv, err := New(Config{Token: []byte(testToken), Screen: screen, Imager: &render.Renderer{Frames: screen}, Exec: exec, Logf: logf,
 		InputCheck: func(context.Context) error { _, _, err := input.ScreenSize(); return err }})
 	if err != nil {
 		tb.Fatal(err)

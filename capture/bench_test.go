@@ -4,13 +4,11 @@ package capture
 
 import (
 	"context"
-	"io"
 	"testing"
 
 	"github.com/kbinani/screenshot"
 
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
-	"github.com/agentd-dev/agentd/scaling"
 
 	"github.com/agentd-dev/agentd/internal/cputime"
 )
@@ -56,30 +54,4 @@ func BenchmarkCapture(b *testing.B) {
 		}
 		cpu.Report(b)
 	})
-}
-
-// BenchmarkScreenshot is the daemon's whole path for one screenshot: capture
-// 1440×900, fit into 1280×800, encode.
-func BenchmarkScreenshot(b *testing.B) {
-	srv := xvfbtest.Start(b, 1440, 900)
-	paint(b, srv.Display)
-	c := open(b, srv.Display, MethodSHM)
-	t, err := scaling.New(scaling.Size{W: 1440, H: 900}, nil, 1280, 800, true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var r Renderer
-	ctx := context.Background()
-	b.ReportAllocs()
-	cpu := cputime.Start()
-	for b.Loop() {
-		img, err := c.Capture(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := r.Render(io.Discard, img, t); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cpu.Report(b)
 }

@@ -1,8 +1,10 @@
 //go:build linux
 
 // Package capture reads the guest's X11 screen for agentd: whole-screen
-// captures into a reused buffer, a cheap frame hash for waiting until the
-// screen settles, and a fast PNG encoder for what the model sees.
+// captures into a reused buffer, a frame version that tells a changed frame
+// from a repeated one, and a frame hash for waiting until the screen
+// settles. With the X server's DAMAGE extension, a capture of a screen
+// nobody drew on since the last one costs one round trip.
 //
 // The X11 path is pure Go (github.com/jezek/xgb): one persistent connection
 // and one MIT-SHM segment reused for every frame, so a steady-state capture
@@ -74,6 +76,14 @@ type Capturer struct {
 	closed bool
 	x      *xconn // X11 methods; nil while disconnected
 	img    *image.RGBA
+	// current: img holds the screen as the server showed it after the
+	// last reset of x's damage, so without a DamageNotify since then it
+	// is still the screen.
+	current bool
+	// version numbers img's contents: it changes when a capture brings
+	// pixels that differ from the ones before. hash is FrameHash's hash of
+	// version hashed (0: not computed).
+	version, hashed, hash uint64
 }
 
 // Open connects to display (e.g. ":1"; "" means $DISPLAY). With MethodAuto it
@@ -121,7 +131,10 @@ func (c *Capturer) Method() Method {
 }
 
 // Capture returns the whole screen as opaque RGBA, in a buffer that is valid
-// until the next Capture or FrameHash (see Capturer).
+// until the next Capture or FrameHash (see Capturer) and must not be
+// modified: when the X server's DAMAGE extension reports that nothing was
+// drawn since the last capture, Capture returns the same buffer after one
+// round trip instead of reading the screen again.
 //
 // If the X server has gone away the error wraps ErrUnavailable, and the next
 // call tries to reconnect. Cancelling ctx abandons a capture the server is
@@ -144,7 +157,20 @@ func (c *Capturer) FrameHash(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return maphash.Bytes(c.seed, img.Pix), nil
+	if c.hashed != c.version {
+		c.hash, c.hashed = maphash.Bytes(c.seed, img.Pix), c.version
+	}
+	return c.hash, nil
+}
+
+// FrameVersion numbers the contents of the image the last Capture or
+// FrameHash returned: it is the same as for the capture before if and only
+// if that one brought the same pixels (on one Capturer). Renderers use it to
+// reuse the image they made of the same frame.
+func (c *Capturer) FrameVersion() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
 }
 
 // Close releases the connection and the shared memory segment, waiting
@@ -173,8 +199,19 @@ func (c *Capturer) capture(ctx context.Context) (*image.RGBA, error) {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	if c.Method() == MethodKbinani {
+		c.version++
 		return c.captureKbinani()
 	}
+	if c.current && c.x != nil && c.x.damage != 0 && !c.x.cursor {
+		r, err := c.await(ctx, c.x.sync())
+		if err != nil {
+			return nil, err
+		}
+		if r.err == nil && !c.x.drained() && r.w == c.x.w && r.h == c.x.h {
+			return c.img, nil
+		}
+	}
+	c.current = false
 	for resized := false; ; resized = true {
 		if c.x == nil {
 			if err := c.connect(); err != nil {
@@ -182,19 +219,10 @@ func (c *Capturer) capture(ctx context.Context) (*image.RGBA, error) {
 			}
 		}
 		x := c.x
-		p := x.request()
-		var r reply
-		if ctx.Done() == nil {
-			r = p.wait() // nothing can cancel: spare the goroutine
-		} else {
-			done := make(chan reply, 1)
-			go func() { done <- p.wait() }()
-			select {
-			case r = <-done:
-			case <-ctx.Done():
-				c.drop()
-				return nil, fmt.Errorf("capture: %w", ctx.Err())
-			}
+		x.resetDamage()
+		r, err := c.await(ctx, x.request().wait)
+		if err != nil {
+			return nil, err
 		}
 		if r.w > 0 && (r.w != x.w || r.h != x.h) && !resized {
 			// The screen was resized (RandR): the image, if any, has the old
@@ -222,12 +250,33 @@ func (c *Capturer) capture(ctx context.Context) (*image.RGBA, error) {
 			c.drop()
 			return nil, fmt.Errorf("capture: short image from %s: %d bytes, want %d", c.display, len(src), n)
 		}
-		img := c.buffer(x.w, x.h)
-		bgrxToRGBA(img.Pix, src[:n])
+		img, fresh := c.buffer(x.w, x.h)
+		if bgrxToRGBA(img.Pix, src[:n]) || fresh || r.cursor != nil {
+			c.version++
+		}
 		if r.cursor != nil {
 			drawCursor(img, r.cursor)
 		}
+		c.current = true
 		return img, nil
+	}
+}
+
+// await waits for wait's reply, or until ctx is done: then the connection
+// is dropped (its replies can no longer be trusted to come), and the next
+// call reconnects.
+func (c *Capturer) await(ctx context.Context, wait func() reply) (reply, error) {
+	if ctx.Done() == nil {
+		return wait(), nil // nothing can cancel: spare the goroutine
+	}
+	done := make(chan reply, 1)
+	go func() { done <- wait() }()
+	select {
+	case r := <-done:
+		return r, nil
+	case <-ctx.Done():
+		c.drop()
+		return reply{}, fmt.Errorf("capture: %w", ctx.Err())
 	}
 }
 
@@ -275,16 +324,19 @@ func (c *Capturer) resize(w, h int) error {
 
 // drop forgets a connection that failed; the next capture reconnects.
 func (c *Capturer) drop() {
+	c.current = false
 	if c.x != nil {
 		c.x.close(false)
 		c.x = nil
 	}
 }
 
-// buffer returns the reused output image, reallocated only on a size change.
-func (c *Capturer) buffer(w, h int) *image.RGBA {
+// buffer returns the reused output image, reallocated only on a size change
+// (then fresh).
+func (c *Capturer) buffer(w, h int) (img *image.RGBA, fresh bool) {
 	if c.img == nil || c.img.Rect.Dx() != w || c.img.Rect.Dy() != h {
 		c.img = image.NewRGBA(image.Rect(0, 0, w, h))
+		fresh = true
 	}
-	return c.img
+	return c.img, fresh
 }

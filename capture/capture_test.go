@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -203,14 +204,19 @@ func TestCaptureThroughScaler(t *testing.T) {
 		{&scaling.Rect{X: 120, Y: 80, W: 400, H: 300}, 200, 150, true, 8},
 		{&scaling.Rect{X: 333, Y: 211, W: 101, H: 77}, 404, 308, false, 3},
 	}
-	var r Renderer
+	var scaler scaling.Scaler
+	var enc pngenc.Encoder
 	for _, v := range views {
 		tr, err := scaling.New(scr, v.crop, v.w, v.h, v.fit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := r.Render(&buf, img, tr); err != nil {
+		scaled, err := scaler.Scale(img, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Encode(&buf, scaled); err != nil {
 			t.Fatal(err)
 		}
 		out, err := png.Decode(&buf)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/damage"
 	"github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xfixes"
 	"github.com/jezek/xgb/xproto"
@@ -21,8 +22,9 @@ type xconn struct {
 	conn   *xgb.Conn
 	root   xproto.Window
 	w, h   int
-	seg    *segment // nil: plain GetImage
-	cursor bool     // also fetch the pointer's image (XFixes)
+	seg    *segment      // nil: plain GetImage
+	cursor bool          // also fetch the pointer's image (XFixes)
+	damage damage.Damage // on the root window; 0 without the DAMAGE extension
 }
 
 // segment is a System V shared memory segment attached on both sides.
@@ -54,12 +56,58 @@ func dialX(display string, useSHM, cursor bool) (*xconn, error) {
 			return nil, fmt.Errorf("pointer drawing needs XFixes: %w", err)
 		}
 	}
+	x.watchDamage()
 	if useSHM {
 		if err := x.attach(); err != nil {
 			return x, fmt.Errorf("%w: %w", errNoSHM, err)
 		}
 	}
 	return x, nil
+}
+
+// watchDamage asks for one DamageNotify event whenever the screen's damage
+// goes from empty to not empty (the DAMAGE extension, level NonEmpty), so a
+// capture can tell at the cost of one round trip that nothing was drawn
+// since the last one. Without the extension every capture reads the screen.
+func (x *xconn) watchDamage() {
+	if damage.Init(x.conn) != nil {
+		return
+	}
+	if _, err := damage.QueryVersion(x.conn, 1, 1).Reply(); err != nil {
+		return
+	}
+	id, err := damage.NewDamageId(x.conn)
+	if err != nil {
+		return
+	}
+	if damage.CreateChecked(x.conn, id, xproto.Drawable(x.root), damage.ReportLevelNonEmpty).Check() != nil {
+		return
+	}
+	x.damage = id
+}
+
+// resetDamage forgets the events received so far and empties the damage
+// region; sent just before a capture request, so that anything drawn after
+// the server took the image notifies us again.
+func (x *xconn) resetDamage() {
+	if x.damage == 0 {
+		return
+	}
+	x.drained()
+	damage.Subtract(x.conn, x.damage, 0, 0)
+}
+
+// drained empties the event queue and reports whether it held anything: a
+// DamageNotify, or an error (of a request without a reply), which is taken
+// as damage too.
+func (x *xconn) drained() (any bool) {
+	for {
+		ev, err := x.conn.PollForEvent()
+		if ev == nil && err == nil {
+			return any
+		}
+		any = true
+	}
 }
 
 // errNoSHM marks a connection that works but cannot share memory with the
@@ -266,6 +314,20 @@ func (p pending) wait() reply {
 	}
 	r.raw, r.err = raw, cmp.Or(gerr, ierr, cerr) // after a loss all fail alike
 	return r
+}
+
+// sync is a round trip: its reply comes after every event the server sent
+// before it, so once it is in, the event queue holds all the damage up to
+// now. It asks for the root's size, which a resize (RandR) changes.
+func (x *xconn) sync() func() reply {
+	c := xproto.GetGeometry(x.conn, xproto.Drawable(x.root))
+	return func() reply {
+		g, err := c.Reply()
+		if g == nil {
+			return reply{err: err}
+		}
+		return reply{w: int(g.Width), h: int(g.Height), err: err}
+	}
 }
 
 // isXError tells a request the server refused from a lost connection.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentd-dev/agentd/capture"
 	"github.com/agentd-dev/agentd/pngenc"
+	"github.com/agentd-dev/agentd/render"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -58,7 +59,7 @@ func OpenScreen(ctx context.Context, display string) (*Screen, error) {
 	copy(stillScaled.Pix, scaled.Pix)
 
 	var enc pngenc.Encoder
-	var renderer capture.Renderer
+	var renderer render.Renderer
 	var out counter
 	s := &Screen{capturer: c, Unavailable: map[string]string{}}
 	s.Probes = map[string]Func{

@@ -21,6 +21,7 @@ import (
 	"github.com/agentd-dev/agentd/agentd"
 	"github.com/agentd-dev/agentd/bench/probe"
 	"github.com/agentd-dev/agentd/capture"
+	"github.com/agentd-dev/agentd/render"
 )
 
 func main() {
@@ -86,7 +87,7 @@ func run() error {
 	srv, err := agentd.New(agentd.Config{
 		Token:  token,
 		Screen: screen,
-		Imager: &capture.Renderer{},
+		Imager: &render.Renderer{Frames: screen},
 		Exec:   exec,
 		InputCheck: func(context.Context) error {
 			_, _, err := input.ScreenSize()
