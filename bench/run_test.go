@@ -7,26 +7,19 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/prereq"
 
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 )
 
-// requireDesktop skips when a program of the local guest is missing, unless
-// AGENTD_REQUIRE_X is set (CI), where that fails.
+// requireDesktop ends the test as prereq does when a program of the local
+// guest is missing.
 func requireDesktop(t *testing.T) {
 	t.Helper()
-	for _, p := range []string{"Xvfb", "openbox"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTD_REQUIRE_X") != "" {
-				t.Fatalf("%s not installed (AGENTD_REQUIRE_X is set): %v", p, err)
-			}
-			t.Skipf("missing prerequisite: %s is not installed (run 'make deps'): %v", p, err)
-		}
-	}
+	prereq.Programs(t, prereq.X, "Xvfb", "openbox")
 }
 
 // TestRunShortBench runs a very short bench against a real local guest and

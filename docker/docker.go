@@ -21,14 +21,10 @@ package docker
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path"
@@ -39,13 +35,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd-dev/agentd/internal/statedir"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
+
+	"github.com/agentd-dev/agentd/internal/healthz"
+	"github.com/agentd-dev/agentd/internal/limitbuf"
+	"github.com/agentd-dev/agentd/internal/randhex"
+	"github.com/agentd-dev/agentd/internal/statedir"
 )
 
 // Defaults for a zero Config.
@@ -189,11 +189,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Image = DefaultImage
 	}
 	if cfg.Name == "" {
-		suffix, err := randomHex(4)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Name = "agentd-guest-" + suffix
+		cfg.Name = "agentd-guest-" + randhex.String(4)
 	}
 	if !nameRE.MatchString(cfg.Name) {
 		return cfg, fmt.Errorf("docker guest: name %q: want letters, digits and _.- only", cfg.Name)
@@ -544,14 +540,6 @@ func imageUser(img client.ImageInspectResult) (ids, string, error) {
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 
-func randomHex(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("docker: random: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
-
 // Token reads agentd's token from TokenFile.
 func (g *Guest) Token() (string, error) {
 	b, err := os.ReadFile(g.TokenFile)
@@ -561,31 +549,12 @@ func (g *Guest) Token() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// healthClient asks agentd's /healthz over the unix socket.
-func (g *Guest) healthClient() *http.Client {
-	sock := strings.TrimPrefix(g.Addr, "unix:")
-	return &http.Client{
-		Timeout: 2 * time.Second,
-		Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", sock)
-			},
-			DisableKeepAlives: true,
-		},
-	}
-}
-
 // Healthz asks agentd itself whether it can capture and send input, over
 // its unix socket; the engine's healthcheck says the same, but only every
 // few seconds.
 func (g *Guest) Healthz(ctx context.Context) error {
-	status, err := probe(ctx, g.healthClient())
-	if err != nil {
-		return fmt.Errorf("agentd unreachable: %w", err)
-	}
-	if status != http.StatusOK {
-		return fmt.Errorf("failing (/healthz answered %d)", status)
+	if err := healthz.Probe(ctx, g.Addr); err != nil {
+		return fmt.Errorf("agentd %s", healthz.Describe(err))
 	}
 	return nil
 }
@@ -595,16 +564,15 @@ func (g *Guest) Healthz(ctx context.Context) error {
 func (g *Guest) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	hc := g.healthClient()
 	last := "agentd's socket has not appeared"
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for i := 0; ; i++ {
-		if status, err := probe(ctx, hc); err == nil && status == http.StatusOK {
+		err := healthz.Probe(ctx, g.Addr)
+		if err == nil {
 			return nil
-		} else if err == nil {
-			last = fmt.Sprintf("/healthz answered %d", status)
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
 			last = err.Error()
 		}
 		if i%10 == 0 {
@@ -622,20 +590,6 @@ func (g *Guest) waitReady(ctx context.Context, timeout time.Duration) error {
 		case <-tick.C:
 		}
 	}
-}
-
-func probe(ctx context.Context, hc *http.Client) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://agentd/healthz", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	return resp.StatusCode, nil
 }
 
 // publishedAddr is the 127.0.0.1 port the engine picked for agentd.
@@ -715,7 +669,7 @@ func (g *Guest) ReadFile(ctx context.Context, file string) ([]byte, error) {
 	stop := context.AfterFunc(ctx, att.Close)
 	defer stop()
 	defer att.Close()
-	out := &limitedBuffer{max: MaxReadFile}
+	out := &limitbuf.Buffer{Max: MaxReadFile}
 	var errOut bytes.Buffer
 	_, copyErr := stdcopy.StdCopy(out, &errOut, att.Reader)
 	if copyErr != nil {
@@ -736,19 +690,6 @@ func (g *Guest) ReadFile(ctx context.Context, file string) ([]byte, error) {
 		return nil, fmt.Errorf("docker guest %s: read %s: cat exited %d: %s", g.Name, file, res.ExitCode, msg)
 	}
 	return out.Bytes(), nil
-}
-
-// limitedBuffer fails writes past max bytes.
-type limitedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > b.max {
-		return 0, fmt.Errorf("file is larger than %d bytes", b.max)
-	}
-	return b.Buffer.Write(p)
 }
 
 // Close releases the connection to the engine; the container keeps

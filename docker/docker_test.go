@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/internal/prereq"
+
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
@@ -39,13 +41,9 @@ var (
 // this repository (once per test binary) and returns an engine client.
 func needImage(t *testing.T) *client.Client {
 	t.Helper()
-	require := os.Getenv("AGENTD_REQUIRE_DOCKER") != ""
 	skip := func(format string, args ...any) {
 		t.Helper()
-		if require {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf("missing prerequisite: "+format+" (set AGENTD_REQUIRE_DOCKER=1 to fail instead)", args...)
+		prereq.Missing(t, prereq.Docker, format, args...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -513,11 +511,11 @@ func benchGuest(b *testing.B) *Guest {
 	defer cancel()
 	cli, err := NewClient(ctx)
 	if err != nil {
-		b.Skipf("missing prerequisite: requires a Docker engine: %v", err)
+		prereq.Missing(b, prereq.Docker, "requires a Docker engine: %v", err)
 	}
 	defer cli.Close()
 	if _, err := cli.ImageInspect(ctx, testImage); err != nil {
-		b.Skipf("missing prerequisite: requires the %s image (make docker-image): %v", testImage, err)
+		prereq.Missing(b, prereq.Docker, "requires the %s image (make docker-image): %v", testImage, err)
 	}
 	g, err := Up(ctx, Config{Image: testImage, Network: true, Apps: []string{"mousepad", "firefox"}}, nil)
 	if err != nil {

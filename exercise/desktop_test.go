@@ -17,47 +17,20 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
+
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/agentd-dev/agentd/local"
 )
 
-// agentdForTest returns the real agentd if a build is at hand ($AGENTD_BIN
-// or bin/ at the module root), else builds the local package's stand-in:
-// this test is about the desktop, not agentd.
-func agentdForTest(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("AGENTD_BIN")
-	if bin == "" {
-		bin = filepath.Join("..", "bin")
-	}
-	if p, err := filepath.Abs(filepath.Join(bin, "agentd")); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	p := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", p, "../local/testdata/fakeagentd")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build fake agentd: %v\n%s", err, out)
-	}
-	return p
-}
-
-// requireDesktop skips when a program of the desktop is missing, unless
-// AGENTD_REQUIRE_X is set (CI), where that fails.
+// requireDesktop ends the test as prereq does when a program of the
+// desktop is missing.
 func requireDesktop(t *testing.T) {
 	t.Helper()
-	for _, p := range []string{"Xvfb", "openbox", "firefox-esr", "mousepad", "xdotool"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTD_REQUIRE_X") != "" {
-				t.Fatalf("%s not installed (AGENTD_REQUIRE_X is set): %v", p, err)
-			}
-			t.Skipf("missing prerequisite: %s is not installed (run 'make deps'): %v", p, err)
-		}
-	}
+	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad", "xdotool")
 }
 
 // TestDesktopWithXdotool brings the exercise desktop up on a local guest and
@@ -80,7 +53,7 @@ func TestDesktopWithXdotool(t *testing.T) {
 	note := "Pickup note\nZoë Ñúñez-Łukasz 2025-03-14 ✓ 日本\n"
 	cfg := local.Config{
 		StateDir:   filepath.Join(dir, "desktop"),
-		AgentdPath: agentdForTest(t),
+		AgentdPath: agentdtest.Binary(t),
 		// Before the apps start: xdotool changes the keyboard map per
 		// character, and openbox re-grabs its bindings on each change,
 		// holding clicks back meanwhile (agentd binds a text's characters

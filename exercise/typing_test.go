@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/prereq"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
@@ -16,18 +17,11 @@ import (
 	"github.com/agentd-dev/agentd/local"
 )
 
-// requireBrowserDesktop skips when a program of the exercise desktop is
-// missing, unless AGENTD_REQUIRE_X is set (CI), where that fails.
+// requireBrowserDesktop ends the test as prereq does when a program of the
+// exercise desktop is missing.
 func requireBrowserDesktop(t *testing.T) {
 	t.Helper()
-	for _, p := range []string{"Xvfb", "openbox", "firefox-esr", "mousepad"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTD_REQUIRE_X") != "" {
-				t.Fatalf("%s not installed (AGENTD_REQUIRE_X is set): %v", p, err)
-			}
-			t.Skipf("missing prerequisite: %s is not installed (run 'make deps'): %v", p, err)
-		}
-	}
+	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad")
 }
 
 // TestTypingThroughAgentd fills in the form in Firefox through the real

@@ -19,13 +19,11 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"image"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +32,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentd-dev/agentd/internal/healthz"
+	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/internal/statedir"
 )
 
@@ -152,11 +152,7 @@ func Up(ctx context.Context, cfg Config) (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	marker, err := randomHex(16)
-	if err != nil {
-		return nil, err
-	}
-	g := &Guest{cfg: cfg, marker: marker, Width: cfg.Width, Height: cfg.Height, failed: make(chan struct{})}
+	g := &Guest{cfg: cfg, marker: randhex.String(16), Width: cfg.Width, Height: cfg.Height, failed: make(chan struct{})}
 	if err := g.makeStateDir(); err != nil {
 		return nil, err
 	}
@@ -317,10 +313,8 @@ func (g *Guest) start(ctx context.Context, bins binaries) error {
 // startX starts Xvfb, which picks a free display itself (-displayfd): no
 // guessing, no race with another server choosing the same number.
 func (g *Guest) startX(ctx context.Context, path string) error {
-	cookie, err := randomBytes(16)
-	if err != nil {
-		return err
-	}
+	cookie := make([]byte, 16)
+	_, _ = rand.Read(cookie) // does not fail (see randhex)
 	g.Xauthority = filepath.Join(g.StateDir, "Xauthority")
 	// The server reads every cookie in its -auth file whatever the display
 	// number; clients match it, so the number is filled in once known.
@@ -456,13 +450,9 @@ func (g *Guest) waitX(ctx context.Context, p *proc, what string, cond func(*xcon
 }
 
 func (g *Guest) startAgentd(ctx context.Context, path string) error {
-	tok, err := randomHex(32)
-	if err != nil {
-		return err
-	}
 	g.TokenFile = filepath.Join(g.StateDir, "token")
-	if err := writeNewFile(g.TokenFile, tok+"\n"); err != nil {
-		return fmt.Errorf("token file: %w", err)
+	if err := statedir.WriteToken(g.TokenFile); err != nil {
+		return err
 	}
 	addrFile := filepath.Join(g.StateDir, "agentd.addr")
 	args := append([]string{"--display", g.Display, "--listen", "127.0.0.1:0",
@@ -471,22 +461,17 @@ func (g *Guest) startAgentd(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: 2 * time.Second}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	last := "no address written yet"
 	for {
 		if addr, ok := readAddr(addrFile); ok {
 			g.Addr = addr
-			status, err := health(ctx, client, addr)
-			switch {
-			case err != nil:
-				last = err.Error()
-			case status == http.StatusOK:
+			err := healthz.Probe(ctx, addr)
+			if err == nil {
 				return nil
-			default:
-				last = fmt.Sprintf("/healthz answered %d", status)
 			}
+			last = err.Error()
 		}
 		select {
 		case <-p.exited:
@@ -513,24 +498,8 @@ func readAddr(path string) (string, bool) {
 	return addr, true
 }
 
-// Health asks agentd's /healthz and returns the HTTP status.
-func (g *Guest) Health(ctx context.Context) (int, error) {
-	return health(ctx, &http.Client{Timeout: 5 * time.Second}, g.Addr)
-}
-
-func health(ctx context.Context, client *http.Client, addr string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
+// Health asks agentd's /healthz: nil when it answers 200 (see healthz).
+func (g *Guest) Health(ctx context.Context) error { return healthz.Probe(ctx, g.Addr) }
 
 // Env returns DISPLAY and XAUTHORITY for running an X client (xdotool,
 // xwininfo) against this guest.
@@ -671,22 +640,6 @@ func (g *Guest) env(extra []string) []string {
 		env = append(env, "DISPLAY="+g.Display, "XAUTHORITY="+g.Xauthority)
 	}
 	return append(env, extra...) // os/exec keeps the last value of a duplicate
-}
-
-func randomBytes(n int) ([]byte, error) {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("random: %w", err)
-	}
-	return b, nil
-}
-
-func randomHex(n int) (string, error) {
-	b, err := randomBytes(n)
-	if err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }
 
 // writeNewFile creates path with mode 0600; it fails if path exists, so a

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
 // fakeAgentd is the test stand-in for agentd, built once in TestMain.
@@ -39,18 +41,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requireX skips the test when Xvfb or openbox is missing, unless
-// AGENTD_REQUIRE_X is set (CI), where that is a failure.
+// requireX ends the test as prereq does when Xvfb or openbox is missing.
 func requireX(t *testing.T) {
 	t.Helper()
-	for _, p := range []string{"Xvfb", "openbox"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTD_REQUIRE_X") != "" {
-				t.Fatalf("%s not installed (AGENTD_REQUIRE_X is set): %v", p, err)
-			}
-			t.Skipf("missing prerequisite: %s is not installed: %v", p, err)
-		}
-	}
+	prereq.Programs(t, prereq.X, "Xvfb", "openbox")
 }
 
 func testConfig(t *testing.T) Config {
@@ -139,9 +133,8 @@ func shmCreatedBy(t *testing.T, pids []int) []int {
 
 func healthy(t *testing.T, g *Guest) {
 	t.Helper()
-	status, err := g.Health(context.Background())
-	if err != nil || status != http.StatusOK {
-		t.Fatalf("guest %s: /healthz = %d, %v", g.Display, status, err)
+	if err := g.Health(context.Background()); err != nil {
+		t.Fatalf("guest %s: /healthz: %v", g.Display, err)
 	}
 	x, err := dialX(g.displayNo, g.Xauthority)
 	if err != nil {
@@ -309,23 +302,11 @@ func TestEarlyExitIsReported(t *testing.T) {
 	}
 }
 
-// TestRealAgentd runs the real agentd when a build is at hand ($AGENTD_BIN,
-// which 'make test' sets, or bin/ at the module root).
+// TestRealAgentd runs the real agentd (agentdtest.Binary).
 func TestRealAgentd(t *testing.T) {
 	requireX(t)
-	bin := os.Getenv("AGENTD_BIN")
-	if bin == "" {
-		bin = filepath.Join("..", "bin")
-	}
-	path, err := filepath.Abs(filepath.Join(bin, "agentd"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("missing prerequisite: the real agentd is not built (%v): run 'make build'", err)
-	}
 	cfg := testConfig(t)
-	cfg.AgentdPath = path
+	cfg.AgentdPath = agentdtest.Binary(t)
 	g := up(t, cfg)
 	healthy(t, g)
 	left := snapshot(g)

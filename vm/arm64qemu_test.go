@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/internal/prereq"
+
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
@@ -33,13 +35,9 @@ import (
 // It needs AGENTD_ARM64_BIN (the binary); it skips without it, qemu-aarch64
 // or Xvfb, unless AGENTD_REQUIRE_CROSS is set: then it fails.
 func TestArm64AgentdUnderQemu(t *testing.T) {
-	require := os.Getenv("AGENTD_REQUIRE_CROSS") != ""
 	missing := func(format string, args ...any) {
 		t.Helper()
-		if require {
-			t.Fatalf("missing prerequisite: "+format, args...)
-		}
-		t.Skipf("missing prerequisite: "+format+" (set AGENTD_REQUIRE_CROSS=1 to fail instead)", args...)
+		prereq.Missing(t, prereq.Cross, format, args...)
 	}
 	bin := os.Getenv("AGENTD_ARM64_BIN")
 	if bin == "" {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/randhex"
 )
 
 // Defaults for a zero Config.
@@ -132,11 +134,7 @@ func hostArch() string {
 
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Name == "" {
-		suffix, err := randomHex(4)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Name = "agentd-" + suffix
+		cfg.Name = "agentd-" + randhex.String(4)
 	}
 	if !nameRE.MatchString(cfg.Name) || len(cfg.Name) > maxNameLen {
 		return cfg, fmt.Errorf("vm guest: name %q: want up to %d letters, digits and _.-, starting with a letter or digit", cfg.Name, maxNameLen)

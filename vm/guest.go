@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/healthz"
 )
 
 // MaxReadFile bounds what ReadFile returns.
@@ -175,7 +175,7 @@ func (g *Guest) Status(ctx context.Context) (Status, error) {
 	s := Status{State: in.Status, Running: in.Status == "Running", Dir: in.Dir}
 	if s.Running {
 		s.Health = "unhealthy"
-		if code, err := g.health(ctx); err == nil && code == http.StatusOK {
+		if err := g.health(ctx); err == nil {
 			s.Health = "healthy"
 		}
 	}
@@ -183,21 +183,10 @@ func (g *Guest) Status(ctx context.Context) (Status, error) {
 }
 
 // health asks agentd's /healthz through the forward.
-func (g *Guest) health(ctx context.Context) (int, error) {
+func (g *Guest) health(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.Addr+"/healthz", nil)
-	if err != nil {
-		return 0, err
-	}
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	return healthz.Probe(ctx, g.Addr)
 }
 
 // waitForward polls /healthz through Lima's forward until it answers 200:
@@ -208,17 +197,12 @@ func (g *Guest) waitForward(ctx context.Context) error {
 	defer tick.Stop()
 	last := "no answer"
 	for {
-		code, err := g.health(ctx)
-		if err == nil && code == http.StatusOK {
+		err := g.health(ctx)
+		if err == nil {
 			return nil
 		}
-		switch {
-		case ctx.Err() != nil:
-			// This probe was cut short: the one before says more.
-		case err != nil:
+		if ctx.Err() == nil { // else this probe was cut short: the one before says more
 			last = err.Error()
-		default:
-			last = fmt.Sprintf("/healthz answered %d", code)
 		}
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/limitbuf"
 )
 
 // ErrNoLimactl is wrapped by the error Up, Open and friends return when the
@@ -82,7 +84,7 @@ func (l limactl) command(ctx context.Context, args []string) *exec.Cmd {
 func (l limactl) output(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	cmd := l.command(ctx, args)
 	cmd.Stdin = stdin
-	out := &limitedBuffer{max: MaxReadFile}
+	out := &limitbuf.Buffer{Max: MaxReadFile}
 	errOut := &tailWriter{}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Run(); err != nil {
@@ -161,17 +163,4 @@ func (w *tailWriter) flush() {
 func (w *tailWriter) String() string {
 	w.flush()
 	return strings.Join(w.lines, "\n")
-}
-
-// limitedBuffer fails writes past max bytes.
-type limitedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > b.max {
-		return 0, fmt.Errorf("output is larger than %d bytes", b.max)
-	}
-	return b.Buffer.Write(p)
 }

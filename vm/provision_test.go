@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/internal/randhex"
 )
 
 // provisionImage is the Debian base the test starts from
@@ -67,10 +68,7 @@ func TestProvisionInDebian(t *testing.T) {
 	network := bridgeOrHost(t, ctx)
 
 	// The VM's base: Debian with systemd and sudo, as in the cloud image.
-	suffix, err := randomHex(4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	suffix := randhex.String(4)
 	base := "agentd-vm-test-base:" + suffix
 	prep := "agentd-vm-test-prep-" + suffix
 	run(t, ctx, nil, "run", "-d", "--name", prep, "--network", network, provisionImage, "sleep", "infinity")

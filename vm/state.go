@@ -1,8 +1,6 @@
 package vm
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -44,14 +42,6 @@ func stateRoot(cfg Config) (string, error) {
 		return StateRoot()
 	}
 	return cfg.StateRoot, statedir.Ensure(cfg.StateRoot)
-}
-
-func randomHex(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("vm: random: %w", err)
-	}
-	return hex.EncodeToString(b), nil
 }
 
 func writeState(dir string, s state) error {

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/internal/healthz"
 	"github.com/agentd-dev/agentd/internal/statedir"
 	"github.com/agentd-dev/agentd/local"
 )
@@ -621,7 +621,7 @@ func guestStatus(ctx context.Context, args []string) error {
 		case remoteStatus[s.Backend] != nil:
 			s.Running, s.Health = remoteStatus[s.Backend](ctx, s.guestState)
 		case s.Running && s.Addr != "":
-			s.Health = probeHealth(ctx, s.Addr)
+			s.Health = healthz.Describe(healthz.Probe(ctx, s.Addr))
 		}
 		out = append(out, s)
 	}
@@ -655,23 +655,4 @@ func guestStatus(ctx context.Context, args []string) error {
 		printGuest(os.Stdout, s.guestState)
 	}
 	return nil
-}
-
-// probeHealth asks agentd's /healthz: "ok", or what went wrong.
-func probeHealth(ctx context.Context, addr string) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
-	if err != nil {
-		return err.Error()
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "unreachable: " + err.Error()
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("failing (/healthz answered %d)", resp.StatusCode)
-	}
-	return "ok"
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/internal/prereq"
+
 	"github.com/moby/moby/client"
 
 	"github.com/agentd-dev/agentd/docker"
@@ -20,19 +22,15 @@ import (
 // is enough for screenshot, a container killed behind agentctl's back is
 // reported and then cleaned up by down.
 func TestGuestDockerUpStatusDown(t *testing.T) {
-	require := os.Getenv("AGENTD_REQUIRE_DOCKER") != ""
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cli, err := docker.NewClient(ctx)
 	if err != nil {
-		if require {
-			t.Fatal(err)
-		}
-		t.Skipf("missing prerequisite: requires a Docker engine: %v", err)
+		prereq.Missing(t, prereq.Docker, "requires a Docker engine: %v", err)
 	}
 	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, docker.DefaultImage); err != nil && !require {
-		t.Skipf("missing prerequisite: requires the %s image (make docker-image): %v", docker.DefaultImage, err)
+	if _, err := cli.ImageInspect(ctx, docker.DefaultImage); err != nil && !prereq.Docker.Required() {
+		prereq.Missing(t, prereq.Docker, "requires the %s image (make docker-image): %v", docker.DefaultImage, err)
 	}
 
 	dir := t.TempDir()

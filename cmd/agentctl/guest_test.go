@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
 func TestGuestUpOptions(t *testing.T) {
@@ -120,14 +122,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // that outlives the command, status reports it healthy, down removes it;
 // a guest whose supervisor is killed dies with it and is reported stale.
 func TestGuestUpStatusDown(t *testing.T) {
-	for _, p := range []string{"Xvfb", "openbox"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("AGENTD_REQUIRE_X") != "" {
-				t.Fatalf("%s not installed (AGENTD_REQUIRE_X is set)", p)
-			}
-			t.Skipf("missing prerequisite: %s is not installed: %v", p, err)
-		}
-	}
+	prereq.Programs(t, prereq.X, "Xvfb", "openbox")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	// agentd is found next to agentctl; the local package's stand-in

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/wire"
 )
@@ -105,7 +104,7 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 	// stop the guest.
 	defer conn.Close()
 
-	dir := filepath.Join(*recordDir, time.Now().Format("20060102-150405")+"-"+randomID())
+	dir := filepath.Join(*recordDir, time.Now().Format("20060102-150405")+"-"+randhex.String(3))
 	rec, err := runner.CreateRecord(dir)
 	if err != nil {
 		return err
@@ -159,12 +158,6 @@ func apiEndpoint() string {
 	u.User = nil
 	u.RawQuery = ""
 	return u.String()
-}
-
-func randomID() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // explain adds what a user needs to act on a failed run.

@@ -9,11 +9,15 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
 // Binary returns $AGENTD_BIN/agentd when AGENTD_BIN is set (make test
 // builds it), else builds the real agentd (cgo, X11) into a temporary
-// directory of the test.
+// directory of the test. Every test that runs agentd finds it here. A build
+// that fails (no C compiler or X11 headers) ends the test as a missing
+// prerequisite of kind prereq.X: a failure wherever X is required.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if bin := os.Getenv("AGENTD_BIN"); bin != "" {
@@ -30,7 +34,7 @@ func Binary(t testing.TB) string {
 	build := exec.Command("go", "build", "-o", p, "github.com/agentd-dev/agentd/cmd/agentd")
 	build.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build agentd: %v\n%s", err, out)
+		prereq.Missing(t, prereq.X, "build agentd (cgo, X11 headers: make deps): %v\n%s", err, out)
 	}
 	return p
 }

@@ -6,8 +6,6 @@
 package statedir
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/agentd-dev/agentd/internal/randhex"
 )
 
 // Root returns the private directory name under $XDG_RUNTIME_DIR, else
@@ -63,15 +63,11 @@ func Ensure(dir string) error {
 // WriteToken writes a fresh agentd token to file, which must not exist: 32
 // random bytes in hex, mode 0600.
 func WriteToken(file string) error {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return fmt.Errorf("token: %w", err)
-	}
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("token file: %w", err)
 	}
-	if _, err := f.WriteString(hex.EncodeToString(b) + "\n"); err != nil {
+	if _, err := f.WriteString(randhex.String(32) + "\n"); err != nil {
 		f.Close()
 		return fmt.Errorf("token file: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/internal/prereq"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -40,8 +42,8 @@ func Start(tb testing.TB, width, height int) *Server {
 	tb.Helper()
 	s, err := Launch(width, height)
 	if err != nil {
-		if _, lookErr := exec.LookPath("Xvfb"); lookErr != nil && os.Getenv("AGENTD_REQUIRE_X") == "" {
-			tb.Skipf("missing prerequisite: Xvfb is not installed: %v", lookErr)
+		if _, lookErr := exec.LookPath("Xvfb"); lookErr != nil {
+			prereq.Missing(tb, prereq.X, "Xvfb is not installed: %v", lookErr)
 		}
 		tb.Fatalf("start Xvfb: %v", err)
 	}

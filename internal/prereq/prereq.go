@@ -1,0 +1,50 @@
+// Package prereq is the one way tests handle a missing prerequisite (an X
+// server, a Docker engine, a cross toolchain, Lima): skip, naming what is
+// missing, or fail where the environment says it must be there (CI sets
+// AGENTD_REQUIRE_X and AGENTD_REQUIRE_DOCKER), so a missing install is
+// never a silent pass.
+package prereq
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Kind is a group of prerequisites, named by the environment variable that
+// makes them required.
+type Kind string
+
+// The kinds of prerequisites.
+const (
+	X      Kind = "AGENTD_REQUIRE_X"      // Xvfb, openbox, the desktop's applications, a built agentd
+	Docker Kind = "AGENTD_REQUIRE_DOCKER" // a Docker engine and the guest image
+	Cross  Kind = "AGENTD_REQUIRE_CROSS"  // the arm64 agentd, qemu-user
+	Lima   Kind = "AGENTD_REQUIRE_LIMA"   // limactl
+)
+
+// Required reports whether the environment requires k's prerequisites.
+func (k Kind) Required() bool { return os.Getenv(string(k)) != "" }
+
+// Missing ends the test because a prerequisite of kind k is missing: it is
+// skipped with the reason, or failed when k is required.
+func Missing(tb testing.TB, k Kind, format string, args ...any) {
+	tb.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if k.Required() {
+		tb.Fatalf("missing prerequisite: %s (%s is set)", msg, k)
+		return
+	}
+	tb.Skipf("missing prerequisite: %s (set %s=1 to fail instead)", msg, k)
+}
+
+// Programs ends the test as Missing does when a program is not on $PATH.
+func Programs(tb testing.TB, k Kind, programs ...string) {
+	tb.Helper()
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			Missing(tb, k, "%s is not installed (run 'make deps'): %v", p, err)
+		}
+	}
+}
