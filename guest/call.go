@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/wire"
 )
 
@@ -20,6 +21,17 @@ const writeTimeout = 10 * time.Second
 type BatchResult struct {
 	Results    []wire.ActionResult
 	Screenshot Screenshot
+}
+
+var (
+	_ computer.Driver  = (*Client)(nil)
+	_ computer.Stepper = (*Client)(nil)
+)
+
+// Run implements computer.Driver: one request per action, then the
+// screenshot.
+func (c *Client) Run(ctx context.Context, as []actions.Action, h computer.Hooks) (computer.Screenshot, error) {
+	return computer.Sequential(c).Run(ctx, as, h)
 }
 
 // Do performs one action, its coordinates in the image space of the latest

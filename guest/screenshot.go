@@ -1,9 +1,6 @@
 package guest
 
-import "github.com/agentd-dev/agentd/scaling"
+import "github.com/agentd-dev/agentd/computer"
 
 // Screenshot is one PNG image of the guest's screen and how it was made.
-type Screenshot struct {
-	PNG       []byte
-	Transform scaling.Transform
-}
+type Screenshot = computer.Screenshot

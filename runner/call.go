@@ -14,8 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // Execute runs one computer call for a caller that owns its own loop (for
@@ -209,57 +209,103 @@ func (x *session) answered(ctx context.Context, ok bool, reason string, err erro
 	return refusal
 }
 
-// runCall performs a validated, approved call: each action in order, then
-// the final screenshot. A call whose only action is a screenshot takes just
-// that one.
+// runCall performs a validated, approved call through the driver: each
+// action in order, then the final screenshot. A call whose only action is a
+// screenshot takes just that one. BeforeAction, when set, is asked
+// immediately before each of these steps; without it the driver may run the
+// call at once.
 func (x *session) runCall(ctx context.Context, p plan) (responses.ResponseInputItemComputerCallOutputParam, error) {
 	var zero responses.ResponseInputItemComputerCallOutputParam
-	onlyScreenshot := len(p.actions) == 1 && p.actions[0].Type == actions.Screenshot
-	if !onlyScreenshot {
-		for i, a := range p.actions {
-			if err := ctx.Err(); err != nil {
-				return zero, fmt.Errorf("cancelled before call %s action %d: %w", p.callID, i, err)
-			}
-			if err := x.before(ctx, ActionInfo{CallID: p.callID, Index: i, Action: a}); err != nil {
-				return zero, err
-			}
-			x.markAttempted(p.callID)
-			if err := x.act(ctx, p.callID, i, a); err != nil {
-				return zero, err
-			}
-		}
-		x.completed = append(x.completed, p.callID)
-	}
-
-	index := len(p.actions)
-	if onlyScreenshot {
-		index = 0
+	as := p.actions
+	if len(as) == 1 && as[0].Type == actions.Screenshot {
+		as = nil
 	}
 	if err := ctx.Err(); err != nil {
-		return zero, fmt.Errorf("cancelled before the screenshot of call %s: %w", p.callID, err)
+		return zero, fmt.Errorf("cancelled before call %s: %w", p.callID, err)
 	}
-	final := ActionInfo{CallID: p.callID, Index: index, Action: actions.Action{Type: actions.Screenshot}, IsFinalScreenshot: true}
-	if err := x.before(ctx, final); err != nil {
-		return zero, err
-	}
-	if onlyScreenshot {
+	var (
+		results   []computer.ActionResult
+		stepStart = time.Now()
+		refused   error // Before's own error, returned as it is
+	)
+	hooks := computer.Hooks{Done: func(r computer.ActionResult) {
+		i := len(results)
+		r.Index = i
+		results = append(results, r)
+		x.actionEvent(p.callID, i, as, r, r.Error, time.Since(stepStart))
+		stepStart = time.Now()
+	}}
+	if x.opts.BeforeAction != nil {
+		hooks.Before = func(ctx context.Context, s computer.Step) error {
+			refused = x.beforeStep(ctx, p.callID, as, s)
+			if refused == nil {
+				x.markAttempted(p.callID)
+			}
+			stepStart = time.Now()
+			return refused
+		}
+	} else {
 		x.markAttempted(p.callID)
 	}
-	start := time.Now()
-	shot, err := x.t.driver.Screenshot(ctx)
+
+	shot, err := x.t.driver.Run(ctx, as, hooks)
+	okActions := 0
+	for _, r := range results {
+		if !r.OK {
+			break
+		}
+		okActions++
+	}
+	if len(as) > 0 && okActions == len(as) {
+		x.completed = append(x.completed, p.callID)
+	}
+	switch {
+	case refused != nil:
+		return zero, refused
+	case err == nil && len(results) != len(as):
+		err = fmt.Errorf("the driver reported %d results for %d actions", len(results), len(as))
+	case err == nil && okActions < len(as):
+		err = errors.New("the driver reported a failed action without an error")
+	}
 	if err == nil {
 		err = checkScreenshot(shot.PNG, shot.Transform.Image)
 	}
 	if err != nil {
+		if okActions < len(as) {
+			i := okActions
+			if len(results) == i {
+				// It ended without a result: its event is this error.
+				x.actionEvent(p.callID, i, as, computer.ActionResult{Index: i, Type: string(as[i].Type)}, err.Error(), time.Since(stepStart))
+			}
+			return zero, fmt.Errorf("call %s action %d (%s): %w", p.callID, i, as[i].Type, withCtx(ctx, err))
+		}
 		return zero, fmt.Errorf("call %s: screenshot: %w", p.callID, withCtx(ctx, err))
 	}
-	if onlyScreenshot {
+	if len(as) == 0 {
 		x.completed = append(x.completed, p.callID)
 	}
 	x.image = shot.Transform.Image
-	x.event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(start)),
+	x.event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(stepStart)),
 		Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
 	return outputParam(p, shot.PNG), nil
+}
+
+// beforeStep checks, immediately before a step of a call, that the run is
+// still wanted, and asks BeforeAction about it.
+func (x *session) beforeStep(ctx context.Context, callID string, as []actions.Action, s computer.Step) error {
+	if s.Final {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("cancelled before the screenshot of call %s: %w", callID, err)
+		}
+		return x.before(ctx, ActionInfo{CallID: callID, Index: s.Index, Action: actions.Action{Type: actions.Screenshot}, IsFinalScreenshot: true})
+	}
+	if s.Index < 0 || s.Index >= len(as) {
+		return fmt.Errorf("the driver asked about action %d of a call with %d", s.Index, len(as))
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cancelled before call %s action %d: %w", callID, s.Index, err)
+	}
+	return x.before(ctx, ActionInfo{CallID: callID, Index: s.Index, Action: as[s.Index]})
 }
 
 func (x *session) markAttempted(callID string) {
@@ -268,34 +314,20 @@ func (x *session) markAttempted(callID string) {
 	}
 }
 
-// act performs one action. A screenshot inside a batch is taken (actions run
-// as given) but not sent: the model sees only the final one.
-func (x *session) act(ctx context.Context, callID string, i int, a actions.Action) error {
-	start := time.Now()
-	var res wire.ActionResult
-	var err error
-	if a.Type == actions.Screenshot {
-		_, err = x.t.driver.Screenshot(ctx)
-		res = wire.ActionResult{Type: string(a.Type), OK: err == nil}
-	} else {
-		res, err = x.t.driver.Do(ctx, a)
-		if err == nil && !res.OK {
-			err = errors.New(res.Error)
-			if res.Error == "" {
-				err = errors.New("the driver reported a failure without a reason")
-			}
+// actionEvent reports one ended action; failure is why it failed.
+func (x *session) actionEvent(callID string, i int, as []actions.Action, r computer.ActionResult, failure string, d time.Duration) {
+	summary := ""
+	if i < len(as) {
+		summary = as[i].String()
+	}
+	ev := &ActionEvent{Index: i, Summary: summary, Result: r}
+	if !r.OK {
+		ev.Error = failure
+		if ev.Error == "" {
+			ev.Error = "the driver reported a failure without a reason"
 		}
 	}
-	res.Index = i
-	ev := &ActionEvent{Index: i, Summary: a.String(), Result: res}
-	if err != nil {
-		ev.Error = err.Error()
-	}
-	x.event(Event{Kind: EventAction, CallID: callID, Duration: Duration(time.Since(start)), Action: ev})
-	if err != nil {
-		return fmt.Errorf("call %s action %d (%s): %w", callID, i, a.Type, withCtx(ctx, err))
-	}
-	return nil
+	x.event(Event{Kind: EventAction, CallID: callID, Duration: Duration(d), Action: ev})
 }
 
 // withCtx makes sure an error caused by cancellation matches ctx.Err().

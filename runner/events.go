@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // Duration is a time.Duration that encodes in JSON as seconds, so records
@@ -119,8 +119,8 @@ type ActionEvent struct {
 	Index int `json:"index"`
 	// Summary is the action in short (actions.Action.String): typed text is
 	// never included, only its length.
-	Summary string            `json:"summary"`
-	Result  wire.ActionResult `json:"result"`
+	Summary string                `json:"summary"`
+	Result  computer.ActionResult `json:"result"`
 	// Error is why the action failed ("" when it succeeded).
 	Error string `json:"error,omitempty"`
 }

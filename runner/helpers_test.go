@@ -13,10 +13,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 const testKey = "sk-test-DO-NOT-LOG-4242"
@@ -59,7 +58,7 @@ func (f *fakeDriver) record(c driverCall) {
 	f.mu.Unlock()
 }
 
-func (f *fakeDriver) Do(ctx context.Context, a actions.Action) (wire.ActionResult, error) {
+func (f *fakeDriver) Do(ctx context.Context, a actions.Action) (computer.ActionResult, error) {
 	start := time.Now()
 	if a.Type == actions.TypeText && f.gate != nil {
 		f.started <- struct{}{}
@@ -67,20 +66,20 @@ func (f *fakeDriver) Do(ctx context.Context, a actions.Action) (wire.ActionResul
 		case <-f.gate:
 		case <-ctx.Done():
 			f.record(driverCall{Kind: "do", Action: a, Start: start, End: time.Now(), Err: ctx.Err()})
-			return wire.ActionResult{Type: string(a.Type), Error: "cancelled"}, ctx.Err()
+			return computer.ActionResult{Type: string(a.Type), Error: "cancelled"}, ctx.Err()
 		}
 	}
 	f.record(driverCall{Kind: "do", Action: a, Start: start, End: time.Now()})
-	return wire.ActionResult{Type: string(a.Type), OK: true, DurationUS: 7}, nil
+	return computer.ActionResult{Type: string(a.Type), OK: true, DurationUS: 7}, nil
 }
 
-func (f *fakeDriver) Screenshot(ctx context.Context) (guest.Screenshot, error) {
+func (f *fakeDriver) Screenshot(ctx context.Context) (computer.Screenshot, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
-		return guest.Screenshot{}, err
+		return computer.Screenshot{}, err
 	}
 	f.record(driverCall{Kind: "screenshot", Start: start, End: time.Now()})
-	return guest.Screenshot{PNG: f.png, Transform: scaling.Transform{
+	return computer.Screenshot{PNG: f.png, Transform: scaling.Transform{
 		Screen: f.size, Crop: scaling.Rect{W: f.size.W, H: f.size.H}, Image: f.size,
 	}}, nil
 }
@@ -118,7 +117,7 @@ func setupWith(t *testing.T, more []option.RequestOption, turns ...respserver.Tu
 	t.Cleanup(srv.Close)
 	d := newFakeDriver(t, 64, 40)
 	opts := append([]option.RequestOption{option.WithBaseURL(url), option.WithAPIKey(testKey), option.WithMaxRetries(2)}, more...)
-	return New(openai.NewClient(opts...), d), srv, d
+	return New(openai.NewClient(opts...), computer.Sequential(d)), srv, d
 }
 
 func noViolations(t *testing.T, srv *respserver.Server) {

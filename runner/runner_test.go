@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/scaling"
 )
@@ -295,7 +296,7 @@ func TestBusy(t *testing.T) {
 func TestBusyConcurrentExecute(t *testing.T) {
 	d := newFakeDriver(t, 64, 40)
 	d.gate = make(chan struct{})
-	ts := New(openai.NewClient(), d)
+	ts := New(openai.NewClient(), computer.Sequential(d))
 	ts.image = d.size
 	call := decodeCall(t, `{"type":"computer_call","id":"cu_1","call_id":"call_1","status":"completed","pending_safety_checks":[],
 		"actions":[{"type":"type","text":"hello"}]}`)
@@ -577,7 +578,7 @@ func TestCoordinatesBeforeScreenshot(t *testing.T) {
 
 func TestExecute(t *testing.T) {
 	d := newFakeDriver(t, 64, 40)
-	ts := New(openai.NewClient(), d)
+	ts := New(openai.NewClient(), computer.Sequential(d))
 	first := decodeCall(t, `{"type":"computer_call","id":"cu_1","call_id":"call_1","status":"completed",
 		"pending_safety_checks":[{"id":"sc_1","code":"irrelevant_domain","message":"m"}],"actions":[{"type":"screenshot"}]}`)
 	approve := CallOptions{ApproveSafetyChecks: func(context.Context, CallInfo, []SafetyCheck) (any, error) { return true, nil }}
@@ -653,7 +654,7 @@ func TestFinalMessageRequired(t *testing.T) {
 }
 
 func TestRunOptionsChecked(t *testing.T) {
-	ts := New(openai.NewClient(), newFakeDriver(t, 8, 8))
+	ts := New(openai.NewClient(), computer.Sequential(newFakeDriver(t, 8, 8)))
 	for _, o := range []RunOptions{{Input: "x"}, {Model: "m"}, {Model: "m", Input: "x", MaxSteps: -1}} {
 		if _, err := ts.Run(context.Background(), o); err == nil {
 			t.Fatalf("options %+v accepted", o)

@@ -1,6 +1,7 @@
 // Package runner is the host side of the computer tool: a Toolset runs the
-// OpenAI Responses API "computer" loop against a Driver (the guest client)
-// and enforces the rules of SPEC §4.
+// OpenAI Responses API "computer" loop against a computer.Driver (the guest
+// client, or any desktop that implements the contract) and enforces the
+// rules of SPEC §4.
 //
 //   - Approvals fail closed. Pending safety checks need ApproveSafetyChecks
 //     to return exactly true (the bool true, as an any) before any action of
@@ -30,18 +31,14 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
-// Driver performs actions on one desktop. *guest.Client satisfies it.
-type Driver interface {
-	// Do performs one action whose coordinates are in the image space of the
-	// last screenshot.
-	Do(ctx context.Context, a actions.Action) (wire.ActionResult, error)
-	Screenshot(ctx context.Context) (guest.Screenshot, error)
-}
+// Driver runs computer calls on one desktop (see package computer);
+// *guest.Client satisfies it, and computer.Sequential makes one of anything
+// that performs single actions and takes screenshots.
+type Driver = computer.Driver
 
 // Status is a Toolset's lifecycle state.
 type Status string

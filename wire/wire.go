@@ -15,6 +15,7 @@ package wire
 
 import (
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -73,20 +74,9 @@ type Request struct {
 	Target  uint64           `json:"target,omitempty"`
 }
 
-// ActionResult reports one performed action.
-type ActionResult struct {
-	Index      int    `json:"index"`
-	Type       string `json:"type"`
-	OK         bool   `json:"ok"`
-	Error      string `json:"error,omitempty"`
-	DurationUS int64  `json:"duration_us"`
-	// ScrollSteps are the wheel steps a scroll turned its pixels into.
-	ScrollSteps *actions.Point `json:"scroll_steps,omitempty"`
-	// WaitedMS is how long a wait action waited for the screen to settle.
-	WaitedMS int64 `json:"waited_ms,omitempty"`
-	// Settled is false when a wait hit its bound while the screen still changed.
-	Settled *bool `json:"settled,omitempty"`
-}
+// ActionResult reports one performed action: the driver contract's own
+// result, so the guest client hands it on as it is.
+type ActionResult = computer.ActionResult
 
 // Progress is sent as each action of a batch completes.
 type Progress struct {

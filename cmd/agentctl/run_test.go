@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/scaling"
@@ -60,6 +61,10 @@ func (d *desktop) Do(ctx context.Context, a actions.Action) (wire.ActionResult, 
 		return wire.ActionResult{Type: string(a.Type)}, ctx.Err()
 	}
 	return wire.ActionResult{Type: string(a.Type), OK: true}, nil
+}
+
+func (d *desktop) Run(ctx context.Context, as []actions.Action, h computer.Hooks) (computer.Screenshot, error) {
+	return computer.Sequential(d).Run(ctx, as, h)
 }
 
 func (d *desktop) Screenshot(context.Context) (guest.Screenshot, error) {
