@@ -3,8 +3,10 @@
 # make agentd-linux-amd64) and their tests need on a Debian bookworm host:
 # Debian's cross compiler for each foreign architecture, that architecture's
 # X11 development packages through multiarch (dpkg --add-architecture), and
-# qemu-user to run the foreign binary here. The packages come from the
-# machine's own apt sources, as they are configured.
+# qemu-user to run the foreign binary here; and qemu-utils, whose qemu-img
+# makes the disk images of the VM guest's contract test (make vm-test).
+# The packages come from the machine's own apt sources, as they are
+# configured.
 #
 # Usage: scripts/cross-deps.sh [ARCH...]   (Debian architectures; default: arm64 amd64)
 # Safe to run again: it installs only what is missing. Root, or sudo.
@@ -30,7 +32,7 @@ triple() {
 
 # robotgo links libX11 and libXtst (actions/input_robotgo.go); the guest needs
 # nothing else from X11 at link time.
-packages=() added=0
+packages=(qemu-utils) added=0
 for arch in "${archs[@]}"; do
   t="$(triple "$arch")"
   if [ "$arch" = "$host" ]; then

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -144,10 +145,16 @@ type instance struct {
 }
 
 // list asks Lima about one instance; a zero instance means Lima has none
-// of that name.
+// of that name. Any other failure is an error carrying Lima's message.
 func (l limactl) list(ctx context.Context, name string) (instance, error) {
 	out, err := l.output(ctx, nil, "list", "--json", name)
 	if err != nil {
+		// Lima exits 1 for a name it does not know, saying so (older
+		// versions exit 0 and print nothing: handled below).
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && ctx.Err() == nil && strings.Contains(err.Error(), noInstanceMsg(name)) {
+			return instance{}, nil
+		}
 		return instance{}, err
 	}
 	// One JSON object per line.

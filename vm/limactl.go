@@ -69,6 +69,12 @@ func (l limactl) checkVersion(ctx context.Context) error {
 	return nil
 }
 
+// noInstanceMsg is what limactl list says of a name it has no instance of.
+func noInstanceMsg(name string) string { return "No instance matching " + name + " found." }
+
+// existsMsg is what limactl create says when the name is taken.
+func existsMsg(name string) string { return "instance `" + name + "` already exists" }
+
 // command is limactl with args, killed when ctx ends.
 func (l limactl) command(ctx context.Context, args []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, l.path, args...)

@@ -101,12 +101,24 @@ func up(ctx context.Context, lima limactl, cfg Config, say func(string)) (*Guest
 	if err := lima.checkVersion(ctx); err != nil {
 		return fail(err)
 	}
-
-	say(fmt.Sprintf("creating VM %s (%s, %s)", cfg.Name, cfg.VMType, cfg.Arch))
-	if err := lima.stream(ctx, "create", "--tty=false", "--name="+cfg.Name, yamlPath); err != nil {
+	// An instance of this name that this Up did not make is someone
+	// else's: neither used nor deleted.
+	in, err := lima.list(ctx, cfg.Name)
+	if err != nil {
 		return fail(err)
 	}
+	if in.Name != "" {
+		return fail(fmt.Errorf("an instance of this name, not made by this guest, is in Lima already (%s): delete it (limactl delete %s) or choose another name", in.Dir, cfg.Name))
+	}
+
+	say(fmt.Sprintf("creating VM %s (%s, %s)", cfg.Name, cfg.VMType, cfg.Arch))
+	// A create that fails half-way leaves its instance behind: it is this
+	// Up's to delete, unless create found the name taken after all.
 	created = true
+	if err := lima.stream(ctx, "create", "--tty=false", "--name="+cfg.Name, yamlPath); err != nil {
+		created = !strings.Contains(err.Error(), existsMsg(cfg.Name))
+		return fail(err)
+	}
 	say("starting VM (the first start downloads Debian's cloud image)")
 	if err := lima.stream(ctx, "start", "--tty=false", "--timeout="+cfg.StartTimeout.String(), cfg.Name); err != nil {
 		return fail(err)

@@ -64,6 +64,13 @@ func newFake(t *testing.T, healthz int) *fakeEnv {
 // the host's architecture, which is what Up checks.
 func (f *fakeEnv) config(t *testing.T) Config {
 	t.Helper()
+	return testConfig(t, f.stateRoot, f.port)
+}
+
+// testConfig is the guest of config, its state under stateRoot, forwarded
+// to port (0: any free port).
+func testConfig(t *testing.T, stateRoot string, port int) Config {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +85,8 @@ func (f *fakeEnv) config(t *testing.T) Config {
 		Repo:         "..",
 		Agentd:       self,
 		PickupForm:   self,
-		HostPort:     f.port,
-		StateRoot:    f.stateRoot,
+		HostPort:     port,
+		StateRoot:    stateRoot,
 		StartTimeout: time.Minute,
 	}
 }
@@ -128,6 +135,7 @@ func upCalls(cfg Config) [][]string {
 	sh := func(cmd ...string) []string { return append([]string{"shell", "--workdir=/", cfg.Name}, cmd...) }
 	return [][]string{
 		{"--version"},
+		{"list", "--json", cfg.Name},
 		{"create", "--tty=false", "--name=" + cfg.Name, filepath.Join(dir, "lima.yaml")},
 		{"start", "--tty=false", "--timeout=1m0s", cfg.Name},
 		{"copy", "--recursive", filepath.Join(dir, "stage"), cfg.Name + ":/tmp/agentd-setup"},
@@ -360,7 +368,7 @@ func TestUpStartFails(t *testing.T) {
 	t.Setenv("FAKE_LIMA_FAIL", "start")
 	err := failedUp(t, f, f.config(t), "start")
 	if !strings.Contains(err.Error(), "limactl start --tty=false --timeout=1m0s agentd-test: exit status 1") ||
-		!strings.Contains(err.Error(), `FATA[0000] fake failure of "start"`) {
+		!strings.Contains(err.Error(), limaLine("fatal", `fake failure of "start"`)) {
 		t.Errorf("error lacks the failed command and its output:\n%v", err)
 	}
 	wantLimaLog(t, f, err)
@@ -372,7 +380,7 @@ func TestUpStartTimesOut(t *testing.T) {
 	t.Setenv("FAKE_LIMA_FAIL", "start")
 	t.Setenv("FAKE_LIMA_FAIL_MSG", `did not receive an event with the "running" status`)
 	err := failedUp(t, f, f.config(t), "start")
-	if !strings.Contains(err.Error(), `FATA[0000] did not receive an event with the "running" status`) {
+	if !strings.Contains(err.Error(), limaLine("fatal", `did not receive an event with the "running" status`)) {
 		t.Errorf("error lacks limactl's message:\n%v", err)
 	}
 	wantLimaLog(t, f, err)
@@ -399,7 +407,7 @@ func TestUpProvisioningFails(t *testing.T) {
 	f := newFake(t, http.StatusOK)
 	t.Setenv("FAKE_LIMA_FAIL", "setup.sh")
 	err := failedUp(t, f, f.config(t), "setup.sh")
-	if !strings.Contains(err.Error(), "fake output before the failure\n"+`FATA[0000] fake failure of "setup.sh"`) {
+	if !strings.Contains(err.Error(), "fake output before the failure\n"+limaLine("fatal", `fake failure of "setup.sh"`)) {
 		t.Errorf("error lacks the provisioning's last lines:\n%v", err)
 	}
 }
