@@ -15,7 +15,12 @@ import (
 
 // handle runs one request to its single reply.
 func (s *session) handle(sessCtx context.Context, req request) {
-	ctx, cancel := context.WithTimeout(sessCtx, s.srv.cfg.RequestTimeout)
+	timeout := s.srv.cfg.RequestTimeout
+	if req.op == wire.OpExec {
+		// The code's own deadline stops it; this bounds the rest.
+		timeout = req.timeout + execGrace
+	}
+	ctx, cancel := context.WithTimeout(sessCtx, timeout)
 	s.mu.Lock()
 	s.runningID, s.cancelRun, s.cancelledB = req.id, cancel, false
 	s.mu.Unlock()
@@ -39,6 +44,8 @@ func (s *session) handle(sessCtx context.Context, req request) {
 			s.view, s.transform = *req.view, t
 		}
 		s.replyWithScreenshot(sessCtx, ctx, wire.Reply{Op: wire.OpDone, ID: req.id})
+	case wire.OpExec:
+		s.runExec(sessCtx, ctx, req)
 	case wire.OpReleaseAll:
 		if err := s.srv.cfg.Exec.ReleaseAll(); err != nil {
 			s.replyError(sessCtx, req.id, wire.CodeInternal, "release all: "+err.Error(), -1)

@@ -28,6 +28,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/codeexec"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )
@@ -76,6 +77,9 @@ type Config struct {
 	// health red while the X server is gone, and green again once both
 	// have reconnected.
 	InputCheck func(ctx context.Context) error
+	// Code, if set, serves exec requests (agentd --code): a Python worker
+	// per session. Without it exec is refused as unavailable.
+	Code *codeexec.Service
 	// Capabilities are announced in Hello.
 	Capabilities []string
 	// Logf logs operational messages; never secrets, typed text or images.

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/codeexec"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )
@@ -32,12 +33,14 @@ func digest(b []byte) []byte {
 // rawRequest is a Request whose actions are decoded one by one, so an error
 // can name the index of the bad action.
 type rawRequest struct {
-	ID      uint64            `json:"id"`
-	Op      string            `json:"op"`
-	Actions []json.RawMessage `json:"actions"`
-	Action  json.RawMessage   `json:"action"`
-	View    *wire.View        `json:"view"`
-	Target  uint64            `json:"target"`
+	ID       uint64            `json:"id"`
+	Op       string            `json:"op"`
+	Actions  []json.RawMessage `json:"actions"`
+	Action   json.RawMessage   `json:"action"`
+	View     *wire.View        `json:"view"`
+	Target   uint64            `json:"target"`
+	Code     string            `json:"code"`
+	Deadline int64             `json:"deadline_ms"`
 }
 
 type request struct {
@@ -45,6 +48,8 @@ type request struct {
 	op      string
 	actions []actions.Action
 	view    *wire.View
+	code    string        // exec
+	timeout time.Duration // exec's deadline
 }
 
 type session struct {
@@ -63,6 +68,7 @@ type session struct {
 	view      wire.View
 	transform scaling.Transform
 	png       bytes.Buffer
+	code      *codeexec.Session // made at the first exec
 }
 
 func newSession(srv *Server, conn *websocket.Conn) *session {
@@ -97,6 +103,7 @@ func (s *session) run(parent context.Context) {
 	}
 	cancel()
 	wg.Wait()
+	s.closeCode()
 	if err := s.srv.cfg.Exec.ReleaseAll(); err != nil {
 		logf("session: release all after session end: %v", err)
 	}
@@ -198,6 +205,12 @@ func decodeRequest(data []byte) (request, error) {
 		}
 		req.actions = []actions.Action{a}
 	case wire.OpScreenshot, wire.OpReleaseAll:
+	case wire.OpExec:
+		d, err := codeexec.Deadline(raw.Deadline)
+		if err != nil {
+			return req, err
+		}
+		req.code, req.timeout = raw.Code, d
 	case wire.OpCancel:
 		if raw.Target == 0 {
 			return req, errors.New("cancel needs a target id")

@@ -44,6 +44,8 @@ provision_runtime() {
     chromium
     # fonts: Latin and CJK, so typed Unicode renders
     fonts-dejavu-core fonts-noto-cjk
+    # agentd --code: the Python worker and PIL for pyautogui.screenshot()
+    python3 python3-pil
   )
   apt_install "${packages[@]}"
 

@@ -186,15 +186,19 @@ func (c *Client) call(ctx context.Context, req wire.Request, onProgress func(wir
 				continue // the answer to an abandoned earlier request
 			}
 			var png []byte
-			if rep.Screenshot != nil {
+			for i, size := range binarySizes(rep) {
 				b, ok := <-c.inbox
 				if !ok {
 					return wire.Reply{}, nil, c.lost(rep.Results, -1, c.readerErr)
 				}
-				if b.typ != websocket.MessageBinary || len(b.data) != rep.Screenshot.Bytes {
-					return wire.Reply{}, nil, fmt.Errorf("guest: screenshot frame does not match its description")
+				if b.typ != websocket.MessageBinary || len(b.data) != size {
+					return wire.Reply{}, nil, fmt.Errorf("guest: binary frame %d does not match its description", i)
 				}
-				png = b.data
+				if rep.Screenshot != nil {
+					png = b.data
+				} else {
+					rep.Exec.Images[i].PNG = b.data
+				}
 			}
 			if rep.Op == wire.OpError {
 				e := &Error{Code: rep.Error.Code, Message: rep.Error.Message, FailedIndex: rep.Error.FailedIndex, Results: rep.Results}

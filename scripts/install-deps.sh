@@ -14,6 +14,8 @@ packages=(
   fonts-dejavu-core fonts-noto-cjk
   # agentctl bench peers
   scrot imagemagick
+  # agentd --code: the Python worker and PIL for pyautogui.screenshot()
+  python3 python3-pil
 )
 
 missing=()

@@ -8,7 +8,8 @@
 //     at a time in the order received and answers each with exactly one Reply
 //     (op "done" or "error"); a batch also sends one Progress per action as it
 //     completes. A Reply whose Screenshot is set is followed at once by one
-//     binary frame holding the PNG.
+//     binary frame holding the PNG; a Reply whose Exec has images is
+//     followed by one binary frame per image, in order.
 //   - Cancel (op "cancel", Target = ID of a running request) stops that
 //     request between actions or inside a long one; it has no reply itself.
 package wire
@@ -32,6 +33,7 @@ const (
 	OpScreenshot = "screenshot"  // set the view (optional) and return a screenshot
 	OpReleaseAll = "release_all" // release every key and button agentd may hold
 	OpCancel     = "cancel"      // cancel request Target
+	OpExec       = "exec"        // run Code in the session's Python worker (agentd --code)
 )
 
 // Ops of messages from the server.
@@ -72,6 +74,10 @@ type Request struct {
 	Action  *actions.Action  `json:"action,omitempty"`
 	View    *View            `json:"view,omitempty"`
 	Target  uint64           `json:"target,omitempty"`
+	// Code and DeadlineMS belong to OpExec: the Python source, and how long
+	// it may run (0: agentd's default; see ExecResult).
+	Code       string `json:"code,omitempty"`
+	DeadlineMS int64  `json:"deadline_ms,omitempty"`
 }
 
 // ActionResult reports one performed action: the driver contract's own
@@ -101,6 +107,9 @@ const (
 	CodeTimeout    = "timeout"
 	CodeBusy       = "busy"
 	CodeInternal   = "internal" // display or input trouble; message is safe to show
+	// CodeUnavailable: the request needs a service this agentd was not
+	// started with (exec without agentd --code).
+	CodeUnavailable = "unavailable"
 )
 
 // Error is what crosses the wire when something fails: a code and a message
@@ -119,6 +128,52 @@ type Reply struct {
 	Results    []ActionResult  `json:"results,omitempty"`
 	Error      *Error          `json:"error,omitempty"`
 	Screenshot *ScreenshotMeta `json:"screenshot,omitempty"`
+	// Exec is the result of OpExec; each of its Images is followed, in
+	// order, by one binary frame holding that PNG.
+	Exec *ExecResult `json:"exec,omitempty"`
+}
+
+// ExecResult is what one exec did. An exception in the code is not an
+// error of the request: it is reported in Traceback, and the namespace
+// survives it.
+type ExecResult struct {
+	// Output is what the code printed and logged, in order; a note in
+	// square brackets marks what agentd added (a scaled image, a cap).
+	Output string `json:"output"`
+	// OutputTruncated says Output was cut at agentd's cap.
+	OutputTruncated bool `json:"output_truncated,omitempty"`
+	// Images are the images of display(), at most agentd's cap.
+	Images []ExecImage `json:"images,omitempty"`
+	// ImagesDropped counts display() calls beyond the caps.
+	ImagesDropped int `json:"images_dropped,omitempty"`
+	// Traceback is the uncaught exception's traceback, if any.
+	Traceback string `json:"traceback,omitempty"`
+	// DurationUS is how long the code ran.
+	DurationUS int64 `json:"duration_us"`
+	// FreshNamespace says the code ran in a new namespace: variables of
+	// earlier calls, if any, are gone.
+	FreshNamespace bool `json:"fresh_namespace"`
+	// NamespaceLost says the worker was stopped (Stopped says why): the
+	// next call starts in a fresh namespace.
+	NamespaceLost bool `json:"namespace_lost"`
+	// Stopped is why the worker was stopped: "deadline", or "exited" (it
+	// ended on its own or crashed). A cancel is an error reply instead.
+	Stopped string `json:"stopped,omitempty"`
+	// Released lists the keys and buttons the code left held, released
+	// when the call ended.
+	Released []string `json:"released,omitempty"`
+}
+
+// ExecImage describes one PNG of an ExecResult.
+type ExecImage struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+	Bytes  int `json:"bytes"`
+	// ScaledFrom is the size display() was given, when agentd scaled it
+	// down to fit the session's view.
+	ScaledFrom *scaling.Size `json:"scaled_from,omitempty"`
+	// PNG is the image itself: it travels in its own binary frame.
+	PNG []byte `json:"-"`
 }
 
 // Limits shared by both sides.

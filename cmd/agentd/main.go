@@ -21,6 +21,7 @@ import (
 	"github.com/agentd-dev/agentd/agentd"
 	"github.com/agentd-dev/agentd/bench/probe"
 	"github.com/agentd-dev/agentd/capture"
+	"github.com/agentd-dev/agentd/codeexec"
 	"github.com/agentd-dev/agentd/render"
 )
 
@@ -46,6 +47,9 @@ func run() error {
 	addrFile := flag.String("addr-file", "", "write the TCP address actually listened on to this file (for --listen 127.0.0.1:0)")
 	scrollStep := flag.Int("scroll-px-per-step", 0, "pixels of scroll_x/scroll_y per wheel step (default: the executor's)")
 	captureMethod := flag.String("capture", "auto", "capture method: auto, shm, getimage or kbinani")
+	code := flag.Bool("code", false, "serve exec: Python code with pyautogui, run in a worker per session (needs python3 and python3-pil)")
+	codePython := flag.String("code-python", codeexec.DefaultPython, "the Python interpreter of --code")
+	codeDir := flag.String("code-dir", "", "where --code makes each session's private directory (default: the temporary directory)")
 	flag.Parse()
 
 	logger := log.New(os.Stderr, "agentd: ", log.LstdFlags|log.Lmicroseconds)
@@ -84,6 +88,15 @@ func run() error {
 		ScrollPixelsPerStep: *scrollStep,
 		Logf:                logger.Printf,
 	})
+	capabilities := []string{"batch", "view", "cancel", "release_all", "capture:" + string(screen.Method())}
+	var codeSvc *codeexec.Service
+	if *code {
+		codeSvc, err = startCode(*display, *codePython, *codeDir, exec, input, *scrollStep, logger.Printf)
+		if err != nil {
+			return err
+		}
+		capabilities = append(capabilities, "exec")
+	}
 	srv, err := agentd.New(agentd.Config{
 		Token:  token,
 		Screen: screen,
@@ -93,7 +106,8 @@ func run() error {
 			_, _, err := input.ScreenSize()
 			return err
 		},
-		Capabilities: []string{"batch", "view", "cancel", "release_all", "capture:" + string(screen.Method())},
+		Code:         codeSvc,
+		Capabilities: capabilities,
 		Logf:         logger.Printf,
 	})
 	if err != nil {

@@ -1,0 +1,35 @@
+//go:build linux && cgo
+
+package main
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/codeexec"
+)
+
+// startCode sets up --code. The workers run as agentd's own user, so agentd
+// first makes itself non-dumpable: its memory and /proc files (the token
+// among them) are then closed to processes of the same user, the workers
+// included.
+func startCode(display, python, dir string, exec *actions.Executor, input actions.Input, scrollStep int, logf func(string, ...any)) (*codeexec.Service, error) {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("--code: make agentd non-dumpable: %w", err)
+	}
+	svc, err := codeexec.New(codeexec.Options{
+		Python:              python,
+		Dir:                 dir,
+		Exec:                exec,
+		Input:               input,
+		Pointer:             codeexec.NewXPointer(display).Position,
+		ScrollPixelsPerStep: scrollStep,
+		Logf:                logf,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--code: %w", err)
+	}
+	return svc, nil
+}

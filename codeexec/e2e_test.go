@@ -1,0 +1,143 @@
+//go:build linux
+
+package codeexec_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/xrecorder"
+	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+const testToken = "codeexec-test-token-0123456789abcdef"
+
+// desk is the real agentd binary with --code on a private Xvfb, an event
+// recorder covering the screen, and a client.
+type desk struct {
+	x      *xvfbtest.Server
+	rec    *xrecorder.Recorder
+	client *guest.Client
+	log    *agentdtest.SyncBuffer
+}
+
+// requirePIL skips (or, under AGENTD_REQUIRE_X, fails) without Debian's
+// python3 and python3-pil.
+func requirePIL(t *testing.T) {
+	t.Helper()
+	if err := exec.Command("/usr/bin/python3", "-I", "-c", "import PIL.Image").Run(); err != nil {
+		if os.Getenv("AGENTD_REQUIRE_X") != "" {
+			t.Fatalf("code execution needs /usr/bin/python3 with PIL (apt-get install python3 python3-pil): %v", err)
+		}
+		t.Skipf("missing prerequisite: /usr/bin/python3 with PIL (apt-get install python3 python3-pil): %v", err)
+	}
+}
+
+// startAgentd runs agentd on a w×h Xvfb with args added. The token comes
+// through the environment, so a worker that inherited agentd's would see it.
+func startAgentd(t *testing.T, w, h int, args ...string) *desk {
+	t.Helper()
+	bin := agentdtest.Binary(t)
+	x := xvfbtest.Start(t, w, h)
+	rec := xrecorder.Start(t, x.Display)
+	dir := t.TempDir()
+	addrFile := filepath.Join(dir, "addr")
+	cmd := exec.Command(bin, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
+	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+testToken)
+	logs := &agentdtest.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("agentd log:\n%s", logs.String())
+		}
+	})
+	var addr string
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			addr = strings.TrimSpace(string(b))
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("agentd exited at start:\n%s", logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agentd did not start:\n%s", logs.String())
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := guest.Dial(ctx, addr, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &desk{x: x, rec: rec, client: c, log: logs}
+}
+
+func newDesk(t *testing.T) *desk {
+	t.Helper()
+	requirePIL(t)
+	return startAgentd(t, 1440, 900, "--code")
+}
+
+// run execs code and fails the test on a request error or a traceback.
+func (d *desk) run(t *testing.T, code string) wire.ExecResult {
+	t.Helper()
+	res := d.exec(t, code, 0)
+	if res.Traceback != "" {
+		t.Fatalf("code raised:\n%s\noutput: %s", res.Traceback, res.Output)
+	}
+	return res
+}
+
+func (d *desk) exec(t *testing.T, code string, deadline time.Duration) wire.ExecResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := d.client.Exec(ctx, code, deadline)
+	if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	return res
+}
+
+func TestNamespacePersistsAcrossCalls(t *testing.T) {
+	d := newDesk(t)
+	res := d.run(t, "x = 41\ndef inc(v):\n    return v + 1\nprint('defined')")
+	if !res.FreshNamespace || res.NamespaceLost || res.Output != "defined\n" {
+		t.Fatalf("first call: %+v", res)
+	}
+	res = d.run(t, "log(inc(x), 'é')")
+	if res.FreshNamespace || res.Output != "42 é\n" {
+		t.Fatalf("second call: %+v", res)
+	}
+	res = d.exec(t, "print('before')\n1/0", 0)
+	if !strings.Contains(res.Traceback, "ZeroDivisionError") || !strings.Contains(res.Traceback, "1/0") || res.Output != "before\n" || res.NamespaceLost {
+		t.Fatalf("exception: %+v", res)
+	}
+	if res := d.run(t, "print(x)"); res.Output != "41\n" {
+		t.Fatalf("after an exception the namespace must survive: %+v", res)
+	}
+}

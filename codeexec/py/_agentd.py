@@ -1,0 +1,78 @@
+"""The worker's channel to agentd: framed messages over two pipes.
+
+A frame is a 4-byte big-endian length of a JSON header, a 4-byte big-endian
+length of a binary payload, the header, then the payload. agentd answers each
+request ("act", "hold", "screenshot", ...) with exactly one frame; "out",
+"image" and "done" have no answer.
+"""
+
+import json
+import os
+import struct
+
+_rd = os.fdopen(3, "rb", buffering=0)
+_wr = os.fdopen(4, "wb", buffering=0)
+_pending = []  # printed text not yet sent
+
+
+class AgentdError(Exception):
+    """agentd refused or could not perform a request."""
+
+
+def _read_exact(n):
+    chunks = []
+    while n:
+        b = _rd.read(n)
+        if not b:
+            raise EOFError("agentd closed the channel")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def recv():
+    jl, pl = struct.unpack(">II", _read_exact(8))
+    head = json.loads(_read_exact(jl))
+    return head, (_read_exact(pl) if pl else b"")
+
+
+def _send(head, payload=b""):
+    j = json.dumps(head, ensure_ascii=False).encode("utf-8")
+    _wr.write(struct.pack(">II", len(j), len(payload)) + j)
+    if payload:
+        _wr.write(payload)
+
+
+def send(head, payload=b""):
+    """Sends a frame after any pending text, so output stays in order."""
+    flush()
+    _send(head, payload)
+
+
+def write(text):
+    """Queues printed text; a line break or a large buffer sends it, so what
+    was printed before a long loop is not lost if the worker is stopped."""
+    _pending.append(text)
+    if "\n" in text or sum(len(t) for t in _pending) > 8192:
+        flush()
+
+
+def flush():
+    if _pending:
+        text = "".join(_pending)
+        _pending.clear()
+        _send({"op": "out", "text": text})
+
+
+# errors maps agentd's error kinds to the exception classes pyautogui sets.
+errors = {}
+
+
+def call(head, payload=b""):
+    """Sends a request and returns agentd's answer (header, payload)."""
+    send(head, payload)
+    rep, data = recv()
+    err = rep.get("error")
+    if err is not None:
+        raise errors.get(rep.get("kind"), AgentdError)(err)
+    return rep, data
