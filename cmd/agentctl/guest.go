@@ -93,6 +93,7 @@ type upOptions struct {
 	agentd   string
 	keepLogs bool
 	network  bool
+	code     bool
 }
 
 func (o *upOptions) register(fs *flag.FlagSet) {
@@ -103,12 +104,16 @@ func (o *upOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.agentd, "agentd", "", "agentd binary of a local guest (default: next to agentctl, else on $PATH)")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep a local guest's logs after down")
 	fs.BoolVar(&o.network, "network", false, "give a docker guest a network (default: none; agentd is then also published on 127.0.0.1)")
+	fs.BoolVar(&o.code, "code", false, "start agentd with --code: Python code execution for agentctl exec and code mode (local guests)")
 }
 
 func (o *upOptions) args() []string {
 	a := []string{"--backend", o.backend, "--name", o.name, "--size", o.size, "--apps", o.apps, "--agentd", o.agentd}
 	if o.keepLogs {
 		a = append(a, "--keep-logs")
+	}
+	if o.code {
+		a = append(a, "--code")
 	}
 	return a
 }
@@ -122,6 +127,9 @@ func (o *upOptions) check() (w, h int, err error) {
 	}
 	if o.network && o.backend != "docker" {
 		return 0, 0, errors.New("--network is for --backend docker: a local guest shares this machine's network")
+	}
+	if o.code && o.backend != "local" {
+		return 0, 0, errors.New("--code is for --backend local so far: the docker and vm guests do not start agentd with it yet")
 	}
 	if err := checkGuestName(o.name); err != nil {
 		return 0, 0, err
@@ -425,6 +433,9 @@ func guestSupervise(ctx context.Context, args []string) error {
 	}
 
 	cfg := local.Config{StateDir: filepath.Join(dir, "desktop"), Width: w, Height: h, AgentdPath: o.agentd, KeepLogs: o.keepLogs}
+	if o.code {
+		cfg.AgentdArgs = append(cfg.AgentdArgs, "--code")
+	}
 	var desk *exercise.Desktop
 	if o.apps == "exercise" {
 		if desk, err = exercise.Prepare(exercise.Config{Dir: filepath.Join(dir, "exercise")}); err != nil {
