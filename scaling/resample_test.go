@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"image/draw"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -136,30 +137,84 @@ func TestScaleFlatColours(t *testing.T) {
 	}
 }
 
-// TestScaleMatchesImaging compares against imaging's float Catmull-Rom for
-// random views of small images: same kernel, so at most rounding differences.
+// filters are every Filter, each with a float reference of the same
+// kernel: imaging's for Catmull-Rom and the tent (its Linear), and
+// areaAverage for Area.
+var filters = []struct {
+	f   Filter
+	ref func(src image.Image, w, h int) *image.NRGBA
+}{
+	{Area, areaAverage},
+	{CatmullRom, func(src image.Image, w, h int) *image.NRGBA { return imaging.Resize(src, w, h, imaging.CatmullRom) }},
+	{Triangle, func(src image.Image, w, h int) *image.NRGBA { return imaging.Resize(src, w, h, imaging.Linear) }},
+}
+
+// areaAverage resizes src to w×h in float64, one axis then the other (each
+// rounded to bytes, as the Scaler and imaging do): each output pixel is the
+// mean of the source under its footprint, weighted by the part covered.
+func areaAverage(src image.Image, w, h int) *image.NRGBA {
+	sh := src.Bounds().Dy()
+	in := imaging.Clone(src)
+	pass := func(in *image.NRGBA, w, h int, horizontal bool) *image.NRGBA {
+		out := image.NewNRGBA(image.Rect(0, 0, w, h))
+		n, m := in.Rect.Dx(), w
+		if !horizontal {
+			n, m = in.Rect.Dy(), h
+		}
+		scale := float64(n) / float64(m)
+		for y := range h {
+			for x := range w {
+				i := x
+				if !horizontal {
+					i = y
+				}
+				a, e := float64(i)*scale, float64(i+1)*scale
+				var acc [3]float64
+				for u := int(a); u < n && float64(u) < e; u++ {
+					wt := (math.Min(e, float64(u+1)) - math.Max(a, float64(u))) / scale
+					p := in.NRGBAAt(u, y)
+					if !horizontal {
+						p = in.NRGBAAt(x, u)
+					}
+					acc[0] += wt * float64(p.R)
+					acc[1] += wt * float64(p.G)
+					acc[2] += wt * float64(p.B)
+				}
+				out.SetNRGBA(x, y, color.NRGBA{uint8(math.Round(acc[0])), uint8(math.Round(acc[1])), uint8(math.Round(acc[2])), 0xff})
+			}
+		}
+		return out
+	}
+	return pass(pass(in, w, sh, true), w, h, false)
+}
+
+// TestScaleMatchesImaging compares each filter against its float reference
+// for random views of small images: same kernel, so at most rounding
+// differences.
 func TestScaleMatchesImaging(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	var s Scaler
-	for i := range 300 {
-		sw, sh := 1+r.IntN(120), 1+r.IntN(120)
-		src := noisy(sw, sh, uint64(i))
-		cw, ch := 1+r.IntN(sw), 1+r.IntN(sh)
-		crop := Rect{r.IntN(sw - cw + 1), r.IntN(sh - ch + 1), cw, ch}
-		tr, err := New(Size{sw, sh}, &crop, 1+r.IntN(150), 1+r.IntN(150), r.IntN(2) == 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Scale(src, tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := imaging.Resize(imaging.Crop(src, image.Rect(crop.X, crop.Y, crop.X+cw, crop.Y+ch)), tr.Image.W, tr.Image.H, imaging.CatmullRom)
-		for y := 0; y < tr.Image.H; y++ {
-			for x := 0; x < tr.Image.W; x++ {
-				a, b := got.RGBAAt(x, y), want.NRGBAAt(x, y)
-				if d := max(diff(a.R, b.R), diff(a.G, b.G), diff(a.B, b.B)); d > 2 || a.A != 0xff {
-					t.Fatalf("%+v at (%d, %d): %v vs imaging %v", tr, x, y, a, b)
+	for _, f := range filters {
+		r := rand.New(rand.NewPCG(3, 4))
+		s := Scaler{Filter: f.f}
+		for i := range 300 {
+			sw, sh := 1+r.IntN(120), 1+r.IntN(120)
+			src := noisy(sw, sh, uint64(i))
+			cw, ch := 1+r.IntN(sw), 1+r.IntN(sh)
+			crop := Rect{r.IntN(sw - cw + 1), r.IntN(sh - ch + 1), cw, ch}
+			tr, err := New(Size{sw, sh}, &crop, 1+r.IntN(150), 1+r.IntN(150), r.IntN(2) == 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Scale(src, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := f.ref(imaging.Crop(src, image.Rect(crop.X, crop.Y, crop.X+cw, crop.Y+ch)), tr.Image.W, tr.Image.H)
+			for y := 0; y < tr.Image.H; y++ {
+				for x := 0; x < tr.Image.W; x++ {
+					a, b := got.RGBAAt(x, y), want.NRGBAAt(x, y)
+					if d := max(diff(a.R, b.R), diff(a.G, b.G), diff(a.B, b.B)); d > 2 || a.A != 0xff {
+						t.Fatalf("%v, %+v at (%d, %d): %v vs reference %v", f.f, tr, x, y, a, b)
+					}
 				}
 			}
 		}
@@ -250,7 +305,27 @@ func TestScaleWorkersIdentical(t *testing.T) {
 		{nil, 400, 3},
 	}
 	srcs := []*image.RGBA{testimage.Desktop(w, h), noisy(w, h, 5)}
-	reused := Scaler{} // one Scaler through every view, source and worker count
+	for _, f := range filters {
+		workersIdentical(t, f.f, w, h, views, srcs)
+	}
+
+	// The daemon's view at full size, with the default number of workers.
+	src := testimage.Desktop(1440, 900)
+	tr, _ := New(Size{1440, 900}, nil, 1280, 800, true)
+	one, all := Scaler{workers: 1}, Scaler{}
+	want, _ := one.Scale(src, tr)
+	got, _ := all.Scale(src, tr)
+	if !bytes.Equal(got.Pix, want.Pix) {
+		t.Fatalf("GOMAXPROCS=%d: the default workers give a different image from 1", runtime.GOMAXPROCS(0))
+	}
+}
+
+func workersIdentical(t *testing.T, f Filter, w, h int, views []struct {
+	crop   *Rect
+	vw, vh int
+}, srcs []*image.RGBA) {
+	t.Helper()
+	reused := Scaler{Filter: f} // one Scaler through every view, source and worker count
 	for _, v := range views {
 		tr, err := New(Size{w, h}, v.crop, v.vw, v.vh, false)
 		if err != nil {
@@ -258,7 +333,7 @@ func TestScaleWorkersIdentical(t *testing.T) {
 		}
 		var want [][]byte
 		for _, src := range srcs {
-			one := Scaler{workers: 1}
+			one := Scaler{Filter: f, workers: 1}
 			img, err := one.Scale(src, tr)
 			if err != nil {
 				t.Fatal(err)
@@ -266,7 +341,7 @@ func TestScaleWorkersIdentical(t *testing.T) {
 			want = append(want, img.Pix)
 		}
 		for _, workers := range []int{2, 3, 7} {
-			s := Scaler{workers: workers}
+			s := Scaler{Filter: f, workers: workers}
 			reused.workers = workers
 			for i, src := range srcs {
 				got, err := s.Scale(src, tr)
@@ -278,20 +353,10 @@ func TestScaleWorkersIdentical(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(got.Pix, want[i]) || !bytes.Equal(again.Pix, want[i]) {
-					t.Fatalf("source %d, %+v: %d workers give a different image from 1", i, tr, workers)
+					t.Fatalf("%v, source %d, %+v: %d workers give a different image from 1", f, i, tr, workers)
 				}
 			}
 		}
-	}
-
-	// The daemon's view at full size, with the default number of workers.
-	src := testimage.Desktop(1440, 900)
-	tr, _ := New(Size{1440, 900}, nil, 1280, 800, true)
-	one, all := Scaler{workers: 1}, Scaler{}
-	want, _ := one.Scale(src, tr)
-	got, _ := all.Scale(src, tr)
-	if !bytes.Equal(got.Pix, want.Pix) {
-		t.Fatalf("GOMAXPROCS=%d: the default workers give a different image from 1", runtime.GOMAXPROCS(0))
 	}
 }
 
@@ -336,19 +401,21 @@ func TestScaleReuseExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref := Scaler{workers: 1, fresh: true}
-			want, err := ref.Scale(src, tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, workers := range []int{1, 4} {
-				s := Scaler{workers: workers}
-				got, err := s.Scale(src, tr)
+			for _, f := range filters {
+				ref := Scaler{Filter: f.f, workers: 1, fresh: true}
+				want, err := ref.Scale(src, tr)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(got.Pix, want.Pix) {
-					t.Fatalf("source %d, %+v, %d workers: reusing rows changes the image", i, tr, workers)
+				for _, workers := range []int{1, 4} {
+					s := Scaler{Filter: f.f, workers: workers}
+					got, err := s.Scale(src, tr)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got.Pix, want.Pix) {
+						t.Fatalf("%v, source %d, %+v, %d workers: reusing rows changes the image", f.f, i, tr, workers)
+					}
 				}
 			}
 		}
@@ -357,22 +424,25 @@ func TestScaleReuseExact(t *testing.T) {
 
 // TestScaleDesktopMatchesImaging checks legibility where it matters: the
 // text-heavy desktop at the daemon's view is, pixel for pixel, within 2 per
-// channel of imaging's float Catmull-Rom (the fixed-point weights are 12-bit).
+// channel of each filter's float reference (the fixed-point weights are
+// 12-bit).
 func TestScaleDesktopMatchesImaging(t *testing.T) {
 	src := testimage.Desktop(1440, 900)
-	for _, sz := range []Size{{1280, 800}, {640, 400}} {
-		tr, _ := New(Size{1440, 900}, nil, sz.W, sz.H, false)
-		var s Scaler
-		got, err := s.Scale(src, tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := imaging.Resize(src, sz.W, sz.H, imaging.CatmullRom)
-		for i := 0; i < len(got.Pix); i += 4 {
-			a, b := got.Pix[i:i+4], want.Pix[i:i+4]
-			if d := max(diff(a[0], b[0]), diff(a[1], b[1]), diff(a[2], b[2])); d > 2 || a[3] != 0xff {
-				p := i / 4
-				t.Fatalf("%v at (%d, %d): %v vs imaging %v", sz, p%sz.W, p/sz.W, a, b)
+	for _, f := range filters {
+		for _, sz := range []Size{{1280, 800}, {640, 400}} {
+			tr, _ := New(Size{1440, 900}, nil, sz.W, sz.H, false)
+			s := Scaler{Filter: f.f}
+			got, err := s.Scale(src, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := f.ref(src, sz.W, sz.H)
+			for i := 0; i < len(got.Pix); i += 4 {
+				a, b := got.Pix[i:i+4], want.Pix[i:i+4]
+				if d := max(diff(a[0], b[0]), diff(a[1], b[1]), diff(a[2], b[2])); d > 2 || a[3] != 0xff {
+					p := i / 4
+					t.Fatalf("%v, %v at (%d, %d): %v vs reference %v", f.f, sz, p%sz.W, p/sz.W, a, b)
+				}
 			}
 		}
 	}
@@ -384,24 +454,8 @@ func TestScaleDesktopMatchesImaging(t *testing.T) {
 // lobes small enough for the lanes (compute fails otherwise).
 func TestWeights(t *testing.T) {
 	check := func(src, dst int) {
-		var ws weights
-		if err := ws.compute(src, dst); err != nil {
-			t.Fatal(err)
-		}
-		n := ws.taps
-		if len(ws.px) != dst*(n+1) {
-			t.Fatalf("%d → %d: %d words for %d taps", src, dst, len(ws.px), n)
-		}
-		for i := range dst {
-			e := ws.px[i*(n+1) : (i+1)*(n+1)]
-			var sum, neg int64
-			for _, w := range e[1:] {
-				sum += int64(w)
-				neg += min(int64(w), 0)
-			}
-			if first := int(e[0]); first < 0 || first+n > src || sum != 1<<weightShift || -neg > maxNegWeight {
-				t.Fatalf("%d → %d, output %d: first %d, %d taps, sum %d, negative %d", src, dst, i, first, n, sum, neg)
-			}
+		for _, f := range filters {
+			checkWeights(t, src, dst, f.f)
 		}
 	}
 	for src := 1; src <= 100; src++ {
@@ -414,6 +468,29 @@ func TestWeights(t *testing.T) {
 	}
 }
 
+func checkWeights(t *testing.T, src, dst int, f Filter) {
+	t.Helper()
+	var ws weights
+	if err := ws.compute(src, dst, f); err != nil {
+		t.Fatal(err)
+	}
+	n := ws.taps
+	if len(ws.px) != dst*(n+1) {
+		t.Fatalf("%d → %d: %d words for %d taps", src, dst, len(ws.px), n)
+	}
+	for i := range dst {
+		e := ws.px[i*(n+1) : (i+1)*(n+1)]
+		var sum, neg int64
+		for _, w := range e[1:] {
+			sum += int64(w)
+			neg += min(int64(w), 0)
+		}
+		if first := int(e[0]); first < 0 || first+n > src || sum != 1<<weightShift || -neg > maxNegWeight {
+			t.Fatalf("%d → %d, output %d: first %d, %d taps, sum %d, negative %d", src, dst, i, first, n, sum, neg)
+		}
+	}
+}
+
 // BenchmarkScale compares our resampler with imaging (the first choice) at the
 // daemon's typical view, on a worst case (noise, where no pixel is flat) and
 // on typical content (desktop: text, flat areas, a photo). It runs as many
@@ -423,9 +500,9 @@ func BenchmarkScale(b *testing.B) {
 	draw.Draw(src, image.Rect(100, 100, 700, 500), image.NewUniform(color.RGBA{40, 40, 40, 255}), image.Point{}, draw.Src)
 	desk := testimage.Desktop(1440, 900)
 	tr, _ := New(Size{1440, 900}, nil, 1280, 800, true)
-	own := func(src *image.RGBA) func(b *testing.B) {
+	own := func(src *image.RGBA, f Filter) func(b *testing.B) {
 		return func(b *testing.B) {
-			var s Scaler
+			s := Scaler{Filter: f}
 			b.ReportAllocs()
 			cpu := cputime.Start()
 			for b.Loop() {
@@ -436,8 +513,10 @@ func BenchmarkScale(b *testing.B) {
 			cpu.Report(b)
 		}
 	}
-	b.Run("own-catmullrom", own(src))
-	b.Run("own-catmullrom-desktop", own(desk))
+	for _, f := range filters {
+		b.Run("own-"+f.f.String(), own(src, f.f))
+		b.Run("own-"+f.f.String()+"-desktop", own(desk, f.f))
+	}
 	b.Run("imaging-catmullrom", func(b *testing.B) {
 		b.ReportAllocs()
 		cpu := cputime.Start()
