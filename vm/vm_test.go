@@ -47,6 +47,9 @@ func newFake(t *testing.T, healthz int) *fakeEnv {
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("FAKE_LIMA_DIR", f.dir)
+	// A -race binary sleeps a second on exit, waiting for late reports;
+	// the fake is one, run for every limactl call.
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	f.agentd = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/healthz" {
 			http.NotFound(w, r)
