@@ -1,16 +1,23 @@
 // Package respserver is a Responses-API-compatible test server: it replays a
-// script of turns (computer calls or a final message) in the real wire
-// format, so the real openai-go client can be pointed at it with
-// option.WithBaseURL (or OPENAI_BASE_URL) and no API key is needed.
+// script of turns in the real wire format, so the real openai-go client can
+// be pointed at it with option.WithBaseURL (or OPENAI_BASE_URL) and no API
+// key is needed. A turn's output may hold several items: computer calls,
+// function calls, messages (with a phase), reasoning, server tools' result
+// items (completed, failed, in progress), MCP approval requests; and the
+// response may be incomplete or failed.
 //
-// Like the real API it checks every request: the computer tool is declared,
-// previous_response_id continues the last response, every outstanding call
-// is answered by a computer_call_output with its call_id, the acknowledged
-// safety checks are exactly the pending ones, and the screenshot is a PNG
-// data URL with detail "original" (of the size a turn expects, if it says).
-// A violation is answered with HTTP 400 and an OpenAI-style error body, and
-// recorded: Violations and Err let a test or an exercise assert none
-// happened. Turns can inject failures: HTTP 500s, a truncated body, a delay.
+// Like the real API it checks every request: the computer tool is declared
+// when the script uses it, a function the turn calls is declared and strict
+// function schemas are closed, previous_response_id continues the last
+// response, every outstanding call is answered exactly once by an output of
+// its kind with its call_id (an MCP approval request by an
+// mcp_approval_response with its id), the acknowledged safety checks are
+// exactly the call's pending ones, a screenshot is a PNG data URL with
+// detail "original" (of the size a turn expects, if it says), and a
+// function's output is text or input_text/input_image content. A violation
+// is answered with HTTP 400 and an OpenAI-style error body, and recorded:
+// Violations and Err let a test or an exercise assert none happened. Turns
+// can inject failures: HTTP 500s, a truncated body, a delay, a hang-up.
 package respserver
 
 import (
@@ -22,6 +29,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -47,15 +55,23 @@ type Usage struct {
 	TotalTokens  int64 `json:"total_tokens"`
 }
 
-// Turn is one scripted response. With Actions it is a computer_call;
-// otherwise it is a final assistant message.
+// Turn is one scripted response. Its output is, in order: a computer_call
+// (with Actions), the Items, and a final assistant message (Message, always
+// present in a turn with neither Actions nor Items).
 type Turn struct {
 	// Actions are the call's actions as raw JSON objects, sent as they are
 	// (so a turn can carry bad input on purpose).
 	Actions      []json.RawMessage
 	SafetyChecks []SafetyCheck
-	// Message is the final message of a turn without actions.
+	// Items are more output items, in order (see FunctionCall,
+	// ComputerCall, Message, ServerItem, MCPApprovalRequest).
+	Items []Item
+	// Message is the final message.
 	Message string
+	// Status is the response's status; "" is completed. Reason is its
+	// incomplete_details reason (incomplete) or error message (failed).
+	Status string
+	Reason string
 
 	// ExpectImage, if set, is the size the screenshot in the request that
 	// triggers this turn must have.
@@ -91,6 +107,84 @@ func Call(actions ...string) Turn {
 // Final is a final-message turn.
 func Final(message string) Turn { return Turn{Message: message} }
 
+// Item is one output item in the wire format, sent as it is. The server
+// adds what a real one would when it is missing: an id, and for calls a
+// fresh call_id and the status "completed". Calls (computer_call,
+// function_call, custom_tool_call) and mcp_approval_request items must be
+// answered by the next request.
+type Item map[string]any
+
+// Items is a turn made of the given output items.
+func Items(items ...Item) Turn { return Turn{Items: items} }
+
+// ComputerCall is a computer_call item with the given raw JSON actions.
+func ComputerCall(actions ...string) Item {
+	raw := make([]json.RawMessage, len(actions))
+	for i, a := range actions {
+		raw[i] = json.RawMessage(a)
+	}
+	return Item{"type": "computer_call", "actions": raw, "pending_safety_checks": []any{}}
+}
+
+// FunctionCall is a function_call item; arguments is the JSON text the
+// model wrote, sent as it is.
+func FunctionCall(name, arguments string) Item {
+	return Item{"type": "function_call", "name": name, "arguments": arguments}
+}
+
+// Message is an assistant message item; phase "" is left out, else it is
+// "commentary" or "final_answer".
+func Message(text, phase string) Item {
+	m := Item{"type": "message", "role": "assistant", "content": []any{map[string]any{
+		"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{},
+	}}}
+	if phase != "" {
+		m["phase"] = phase
+	}
+	return m
+}
+
+// Reasoning is a reasoning item with an encrypted content to be kept as is.
+func Reasoning(encrypted string) Item {
+	return Item{"type": "reasoning", "summary": []any{}, "encrypted_content": encrypted}
+}
+
+// ServerItem is a server tool's result item of the given type
+// (web_search_call, file_search_call, code_interpreter_call,
+// image_generation_call, mcp_call, mcp_list_tools) and status, with the
+// fields a real one carries; more overrides or adds fields.
+func ServerItem(typ, status string, more map[string]any) Item {
+	it := Item{"type": typ, "status": status}
+	switch typ {
+	case "web_search_call":
+		it["action"] = map[string]any{"type": "search", "query": "weather"}
+	case "file_search_call":
+		it["queries"], it["results"] = []any{"pickup"}, nil
+	case "code_interpreter_call":
+		it["code"], it["container_id"], it["outputs"] = "print(1)", "cntr_"+randomHex(12), []any{}
+	case "image_generation_call":
+		it["result"] = nil
+	case "mcp_call":
+		it["server_label"], it["name"], it["arguments"], it["output"] = "docs", "search", "{}", "found"
+		delete(it, "status")
+		if status != "" {
+			it["status"] = status
+		}
+	case "mcp_list_tools":
+		it["server_label"], it["tools"] = "docs", []any{}
+		delete(it, "status")
+	}
+	for k, v := range more {
+		it[k] = v
+	}
+	return it
+}
+
+// MCPApprovalRequest is an mcp_approval_request of server for tool name.
+func MCPApprovalRequest(server, name, arguments string) Item {
+	return Item{"type": "mcp_approval_request", "server_label": server, "name": name, "arguments": arguments}
+}
+
 // Request is one HTTP request the server received.
 type Request struct {
 	// Turn is the index of the turn it asked for.
@@ -114,10 +208,11 @@ type Server struct {
 
 	mu         sync.Mutex
 	turns      []Turn
-	next       int      // the turn the next request asks for
-	lastID     string   // id of the last response sent
-	lastTurn   int      // turn that produced lastID
-	pending    []string // call ids awaiting an output
+	next       int       // the turn the next request asks for
+	lastID     string    // id of the last response sent
+	lastTurn   int       // turn that produced lastID
+	pending    []pending // calls awaiting an answer
+	computer   bool      // the script has computer calls
 	attempts   []int
 	requests   []Request
 	violations []string
@@ -132,6 +227,12 @@ func Start(turns ...Turn) (*Server, string) {
 		panic(fmt.Sprintf("respserver: listen on 127.0.0.1: %v", err))
 	}
 	s := &Server{ln: ln, turns: turns, attempts: make([]int, len(turns)), lastTurn: -1}
+	for _, t := range turns {
+		s.computer = s.computer || len(t.Actions) > 0
+		for _, it := range t.Items {
+			s.computer = s.computer || it["type"] == "computer_call"
+		}
+	}
 	s.url = "http://" + ln.Addr().String() + "/v1/"
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/responses", s.handle)
@@ -197,6 +298,15 @@ type request struct {
 	PreviousResponseID *string           `json:"previous_response_id"`
 	Tools              []json.RawMessage `json:"tools"`
 	Stream             bool              `json:"stream"`
+	Store              *bool             `json:"store"`
+}
+
+// pending is an output item the next request must answer.
+type pending struct {
+	id     string // call_id, or the approval request's id
+	answer string // the type of the answering item
+	checks []string
+	turn   int
 }
 
 type callOutput struct {
@@ -283,17 +393,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if i > 0 {
 		prev = s.lastID
 	}
-	resp, callID := s.build(i, turn, prev)
+	resp, calls := s.build(i, turn, prev)
 	rec.Status = http.StatusOK
 	rec.ResponseID = resp["id"].(string)
 	s.requests = append(s.requests, rec)
 	// The response exists once generated, even if its body is cut below.
 	s.next++
 	s.lastID, s.lastTurn = rec.ResponseID, i
-	s.pending = nil
-	if callID != "" {
-		s.pending = []string{callID}
-	}
+	s.pending = calls
 	truncate := turn.Truncate && attempt == turn.Hangup+turn.Fail500+1
 	s.mu.Unlock()
 
@@ -321,17 +428,37 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 		problems = append(problems, "stream is not supported by this server")
 	}
 	hasComputer := false
+	functions := map[string]bool{}
 	for _, raw := range req.Tools {
 		var tool map[string]any
-		if json.Unmarshal(raw, &tool) == nil && tool["type"] == "computer" {
+		if json.Unmarshal(raw, &tool) != nil {
+			problems = append(problems, fmt.Sprintf("a tool is not a JSON object: %s", raw))
+			continue
+		}
+		switch tool["type"] {
+		case "computer":
 			if len(tool) != 1 {
 				problems = append(problems, fmt.Sprintf("the computer tool takes no parameters, got %s", raw))
 			}
 			hasComputer = true
+		case "function":
+			name, _ := tool["name"].(string)
+			if functions[name] {
+				problems = append(problems, fmt.Sprintf("function %q is declared twice", name))
+			}
+			functions[name] = true
+			if tool["strict"] == true {
+				problems = append(problems, strictSchema("function "+name, tool["parameters"])...)
+			}
 		}
 	}
-	if !hasComputer {
+	if s.computer && !hasComputer {
 		problems = append(problems, `tools must contain {"type":"computer"}`)
+	}
+	for _, it := range turn.Items {
+		if name, _ := it["name"].(string); it["type"] == "function_call" && !functions[name] {
+			problems = append(problems, fmt.Sprintf("the turn calls function %q, which the request does not declare", name))
+		}
 	}
 	if i == 0 {
 		if req.PreviousResponseID != nil {
@@ -351,27 +478,64 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(req.Input, &items); err != nil {
-		return append(problems, "input must be a list of items answering the outstanding computer call")
+		return append(problems, "input must be a list of items answering the outstanding calls")
 	}
 	answered := map[string]bool{}
 	for _, raw := range items {
-		var out callOutput
-		if json.Unmarshal(raw, &out) != nil || out.Type != "computer_call_output" {
+		var head struct {
+			Type              string `json:"type"`
+			CallID            string `json:"call_id"`
+			ApprovalRequestID string `json:"approval_request_id"`
+		}
+		if json.Unmarshal(raw, &head) != nil {
+			problems = append(problems, "an input item is not a JSON object")
 			continue
 		}
-		if !slices.Contains(s.pending, out.CallID) {
-			problems = append(problems, fmt.Sprintf("computer_call_output for unknown call_id %q", out.CallID))
+		id := head.CallID
+		if head.Type == "mcp_approval_response" {
+			id = head.ApprovalRequestID
+		}
+		var p *pending
+		for k := range s.pending {
+			if s.pending[k].id == id && s.pending[k].answer == head.Type {
+				p = &s.pending[k]
+			}
+		}
+		switch head.Type {
+		case "computer_call_output", "function_call_output", "custom_tool_call_output", "mcp_approval_response":
+		default:
 			continue
 		}
-		if answered[out.CallID] {
-			problems = append(problems, fmt.Sprintf("call %s answered twice", out.CallID))
+		if p == nil {
+			problems = append(problems, fmt.Sprintf("%s for unknown call %q", head.Type, id))
+			continue
 		}
-		answered[out.CallID] = true
-		problems = append(problems, s.checkOutput(i, turn, out)...)
+		if answered[id] {
+			problems = append(problems, fmt.Sprintf("call %s answered twice", id))
+		}
+		answered[id] = true
+		switch head.Type {
+		case "computer_call_output":
+			var out callOutput
+			if err := json.Unmarshal(raw, &out); err != nil {
+				problems = append(problems, fmt.Sprintf("call %s: %v", id, err))
+				continue
+			}
+			problems = append(problems, checkOutput(i, turn, *p, out)...)
+		case "function_call_output":
+			problems = append(problems, checkFunctionOutput(id, raw)...)
+		case "mcp_approval_response":
+			var r struct {
+				Approve *bool `json:"approve"`
+			}
+			if json.Unmarshal(raw, &r) != nil || r.Approve == nil {
+				problems = append(problems, fmt.Sprintf("mcp_approval_response %s: approve must be a boolean", id))
+			}
+		}
 	}
-	for _, id := range s.pending {
-		if !answered[id] {
-			problems = append(problems, fmt.Sprintf("no computer_call_output answers call %s", id))
+	for _, p := range s.pending {
+		if !answered[p.id] {
+			problems = append(problems, fmt.Sprintf("no %s answers %s", p.answer, p.id))
 		}
 	}
 	return problems
@@ -379,12 +543,10 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 
 // checkOutput checks one computer_call_output: acknowledged checks and the
 // screenshot.
-func (s *Server) checkOutput(i int, turn Turn, out callOutput) []string {
+func checkOutput(i int, turn Turn, p pending, out callOutput) []string {
 	var problems []string
-	var want, got []string
-	for _, c := range s.turns[s.lastTurn].SafetyChecks {
-		want = append(want, c.ID)
-	}
+	want := slices.Clone(p.checks)
+	var got []string
 	for _, c := range out.AcknowledgedSafetyChecks {
 		got = append(got, c.ID)
 	}
@@ -418,34 +580,71 @@ func (s *Server) checkOutput(i int, turn Turn, out callOutput) []string {
 }
 
 // build makes the response of turn i in the real wire format. It returns
-// the response and its call_id ("" for a final message).
-func (s *Server) build(i int, turn Turn, prev string) (map[string]any, string) {
-	var output []any
-	callID := ""
+// the response and the calls it asks for.
+func (s *Server) build(i int, turn Turn, prev string) (map[string]any, []pending) {
+	var items []Item
 	if len(turn.Actions) > 0 {
-		callID = "call_" + randomHex(12)
+		c := ComputerCall()
+		c["actions"] = turn.Actions
 		checks := []any{}
-		for _, c := range turn.SafetyChecks {
-			checks = append(checks, c)
+		for _, sc := range turn.SafetyChecks {
+			checks = append(checks, sc)
 		}
-		output = append(output, map[string]any{
-			"type":                  "computer_call",
-			"id":                    "cu_" + randomHex(24),
-			"call_id":               callID,
-			"actions":               turn.Actions,
-			"pending_safety_checks": checks,
-			"status":                "completed",
-		})
-	} else {
-		output = append(output, map[string]any{
-			"type":   "message",
-			"id":     "msg_" + randomHex(24),
-			"status": "completed",
-			"role":   "assistant",
-			"content": []any{map[string]any{
-				"type": "output_text", "text": turn.Message, "annotations": []any{}, "logprobs": []any{},
-			}},
-		})
+		c["pending_safety_checks"] = checks
+		items = append(items, c)
+	}
+	items = append(items, turn.Items...)
+	if turn.Message != "" || len(items) == 0 {
+		items = append(items, Message(turn.Message, ""))
+	}
+	var output []any
+	var calls []pending
+	for _, it := range items {
+		out := maps.Clone(it)
+		typ, _ := out["type"].(string)
+		if _, ok := out["id"]; !ok {
+			out["id"] = idPrefix(typ) + randomHex(24)
+		}
+		answer := ""
+		switch typ {
+		case "computer_call":
+			answer = "computer_call_output"
+		case "function_call":
+			answer = "function_call_output"
+		case "custom_tool_call":
+			answer = "custom_tool_call_output"
+		case "mcp_approval_request":
+			calls = append(calls, pending{id: out["id"].(string), answer: "mcp_approval_response", turn: i})
+		case "message":
+			if _, ok := out["status"]; !ok {
+				out["status"] = "completed"
+			}
+		}
+		if answer != "" {
+			if _, ok := out["call_id"]; !ok {
+				out["call_id"] = "call_" + randomHex(12)
+			}
+			if _, ok := out["status"]; !ok {
+				out["status"] = "completed"
+			}
+			p := pending{id: fmt.Sprint(out["call_id"]), answer: answer, turn: i}
+			if checks, ok := out["pending_safety_checks"].([]any); ok {
+				for _, c := range checks {
+					switch c := c.(type) {
+					case SafetyCheck:
+						p.checks = append(p.checks, c.ID)
+					case map[string]any:
+						p.checks = append(p.checks, fmt.Sprint(c["id"]))
+					}
+				}
+			}
+			calls = append(calls, p)
+		}
+		output = append(output, out)
+	}
+	status := turn.Status
+	if status == "" {
+		status = "completed"
 	}
 	now := time.Now().Unix()
 	resp := map[string]any{
@@ -453,7 +652,7 @@ func (s *Server) build(i int, turn Turn, prev string) (map[string]any, string) {
 		"object":               "response",
 		"created_at":           now,
 		"completed_at":         now,
-		"status":               "completed",
+		"status":               status,
 		"error":                nil,
 		"incomplete_details":   nil,
 		"instructions":         nil,
@@ -471,6 +670,12 @@ func (s *Server) build(i int, turn Turn, prev string) (map[string]any, string) {
 		"top_p":                1.0,
 		"truncation":           "disabled",
 		"metadata":             map[string]any{},
+	}
+	switch status {
+	case "incomplete":
+		resp["incomplete_details"] = map[string]any{"reason": turn.Reason}
+	case "failed":
+		resp["error"] = map[string]any{"code": "server_error", "message": turn.Reason}
 	}
 	if prev != "" {
 		resp["previous_response_id"] = prev
@@ -491,7 +696,105 @@ func (s *Server) build(i int, turn Turn, prev string) (map[string]any, string) {
 			"total_tokens":          u.TotalTokens,
 		}
 	}
-	return resp, callID
+	return resp, calls
+}
+
+// idPrefix is the prefix of an item id of type typ, as the API makes them.
+func idPrefix(typ string) string {
+	switch typ {
+	case "computer_call":
+		return "cu_"
+	case "function_call":
+		return "fc_"
+	case "message":
+		return "msg_"
+	case "reasoning":
+		return "rs_"
+	case "web_search_call":
+		return "ws_"
+	case "file_search_call":
+		return "fs_"
+	case "code_interpreter_call":
+		return "ci_"
+	case "image_generation_call":
+		return "ig_"
+	case "mcp_approval_request":
+		return "mcpr_"
+	}
+	if strings.HasPrefix(typ, "mcp_") {
+		return "mcp_"
+	}
+	return "item_"
+}
+
+// strictSchema checks a strict function's parameters the way the API does:
+// every object closes additionalProperties and requires all its properties.
+func strictSchema(where string, schema any) []string {
+	m, ok := schema.(map[string]any)
+	if !ok {
+		return []string{where + ": a strict schema must be an object"}
+	}
+	var problems []string
+	if m["type"] == "object" {
+		if m["additionalProperties"] != false {
+			problems = append(problems, where+": additionalProperties must be false in strict mode")
+		}
+		props, _ := m["properties"].(map[string]any)
+		required := map[string]bool{}
+		if list, ok := m["required"].([]any); ok {
+			for _, r := range list {
+				required[fmt.Sprint(r)] = true
+			}
+		}
+		names := slices.Sorted(maps.Keys(props))
+		for _, name := range names {
+			if !required[name] {
+				problems = append(problems, fmt.Sprintf("%s: property %q must be required in strict mode", where, name))
+			}
+			problems = append(problems, strictSchema(where+"."+name, props[name])...)
+		}
+	}
+	if items, ok := m["items"]; ok {
+		problems = append(problems, strictSchema(where+"[]", items)...)
+	}
+	return problems
+}
+
+// checkFunctionOutput checks a function_call_output: text, or a list of
+// input_text / input_image content.
+func checkFunctionOutput(id string, raw json.RawMessage) []string {
+	var out struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(raw, &out) != nil || len(out.Output) == 0 {
+		return []string{fmt.Sprintf("function_call_output %s has no output", id)}
+	}
+	var text string
+	if json.Unmarshal(out.Output, &text) == nil {
+		return nil
+	}
+	var parts []map[string]any
+	if json.Unmarshal(out.Output, &parts) != nil {
+		return []string{fmt.Sprintf("function_call_output %s: output is neither text nor a list of content", id)}
+	}
+	var problems []string
+	for k, p := range parts {
+		switch p["type"] {
+		case "input_text":
+			if _, ok := p["text"].(string); !ok {
+				problems = append(problems, fmt.Sprintf("function_call_output %s: content %d has no text", id, k))
+			}
+		case "input_image":
+			u, _ := p["image_url"].(string)
+			f, _ := p["file_id"].(string)
+			if u == "" && f == "" {
+				problems = append(problems, fmt.Sprintf("function_call_output %s: image %d has neither image_url nor file_id", id, k))
+			}
+		default:
+			problems = append(problems, fmt.Sprintf("function_call_output %s: content %d has type %v", id, k, p["type"]))
+		}
+	}
+	return problems
 }
 
 // violation records a broken rule and answers it like the API does.

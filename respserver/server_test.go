@@ -81,7 +81,7 @@ func TestServerChecksRequests(t *testing.T) {
 		want string
 	}{
 		"wrong previous":   {answer("resp_other", callID, ack, "original", good), "previous_response_id"},
-		"unknown call":     {answer(resp["id"].(string), "call_x", ack, "original", good), "unknown call_id"},
+		"unknown call":     {answer(resp["id"].(string), "call_x", ack, "original", good), "for unknown call"},
 		"missing ack":      {answer(resp["id"].(string), callID, nil, "original", good), "acknowledged_safety_checks"},
 		"detail":           {answer(resp["id"].(string), callID, ack, "high", good), "detail"},
 		"not a PNG":        {answer(resp["id"].(string), callID, ack, "original", "data:image/png;base64,aGVsbG8="), "not a PNG"},

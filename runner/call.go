@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"image/png"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,9 +23,10 @@ import (
 // example one mixing computer calls with function calls), under the same
 // rules as Run: strict validation first, approvals fail closed, one run or
 // call at a time. The call must be as decoded from a response (its actions'
-// RawJSON is what is validated). Points are checked against the screenshot
-// the previous Execute returned; a call with coordinates before any
-// screenshot is bad input, so let the model start with a screenshot.
+// RawJSON is what is validated). Points are checked against the image space
+// the model last saw: opts.ImageSpace when the caller sent that screenshot
+// itself, else the last screenshot this toolset sent (by Execute or Run). A
+// call with coordinates and no known image space is bad input.
 //
 // The returned item is the computer_call_output to send back; on failure the
 // error is a *RunError.
@@ -34,98 +36,114 @@ func (t *Toolset) Execute(ctx context.Context, call responses.ResponseComputerTo
 		return zero, &RunError{Err: err}
 	}
 	defer t.release()
-	x := &session{t: t, opts: opts, image: t.image}
-	defer func() { t.image = x.image }()
+	x := &session{onEvent: opts.OnEvent}
+	c := t.tool(opts)
+	defer c.keepImage()
+	s := &Step{x: x}
 
-	p, err := x.prepare(call)
+	p, err := c.prepare(call)
 	if err != nil {
 		return zero, x.fail(err)
 	}
-	if err := x.approveChecks(ctx, p); err != nil {
+	if err := p.Approve(ctx, s); err != nil {
 		return zero, x.fail(err)
 	}
-	out, err := x.runCall(ctx, p)
+	out, err := c.runCall(ctx, s, p)
 	if err != nil {
 		return zero, x.fail(err)
 	}
 	return out, nil
 }
 
-// session is the state of one Run or Execute.
-type session struct {
-	t        *Toolset
-	opts     CallOptions
-	step     int
-	maxSteps int
-	// responseID is the last response received.
-	responseID string
+// computerTool is the computer toolset as one Tool of a run.
+type computerTool struct {
+	t    *Toolset
+	opts CallOptions
 	// image is the image space of the last screenshot sent to the model:
 	// the space the model's coordinates are in. Zero until one was sent.
-	image     scaling.Size
-	attempted []string
-	completed []string
-	usage     Totals
+	image scaling.Size
+}
+
+// tool is the toolset as a Tool for one run or call, which holds it.
+func (t *Toolset) tool(opts CallOptions) *computerTool {
+	image := opts.ImageSpace
+	if image == (scaling.Size{}) {
+		image = t.image
+	}
+	return &computerTool{t: t, opts: opts, image: image}
+}
+
+// keepImage remembers the image space for the next Execute.
+func (c *computerTool) keepImage() { c.t.image = c.image }
+
+func (c *computerTool) Params() []responses.ToolUnionParam {
+	return []responses.ToolUnionParam{{OfComputer: &responses.ComputerToolParam{}}}
+}
+
+func (c *computerTool) Claims(item responses.ResponseOutputItemUnion) bool {
+	return item.Type == "computer_call"
+}
+
+func (c *computerTool) Prepare(_ *Step, item responses.ResponseOutputItemUnion) (Call, error) {
+	p, err := c.prepare(item.AsComputerCall())
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // plan is a computer call that passed validation.
 type plan struct {
+	tool    *computerTool
 	callID  string
 	actions []actions.Action
 	checks  []SafetyCheck
 }
 
-func (x *session) fail(err error) *RunError {
-	return &RunError{
-		Err:              err,
-		ResponseID:       x.responseID,
-		Steps:            x.step,
-		AttemptedCallIDs: x.attempted,
-		CompletedCallIDs: x.completed,
-		Usage:            x.usage,
-	}
-}
+func (p *plan) CallID() string { return p.callID }
 
-func (x *session) event(ev Event) {
-	ev.Time = time.Now()
-	ev.Step, ev.MaxSteps = x.step, x.maxSteps
-	if ev.ResponseID == "" {
-		ev.ResponseID = x.responseID
+func (p *plan) Approve(ctx context.Context, s *Step) error { return p.tool.approveChecks(ctx, s, p) }
+
+func (p *plan) Execute(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
+	out, err := p.tool.runCall(ctx, s, p)
+	if err != nil {
+		return responses.ResponseInputItemUnionParam{}, err
 	}
-	observe(x.opts.OnEvent, ev)
+	return responses.ResponseInputItemUnionParam{OfComputerCallOutput: &out}, nil
 }
 
 // prepare decodes and validates every action of a call, strictly, before
 // anything of it may run.
-func (x *session) prepare(call responses.ResponseComputerToolCall) (plan, error) {
+func (c *computerTool) prepare(call responses.ResponseComputerToolCall) (*plan, error) {
 	bad := func(i int, err error) error { return &BadInputError{CallID: call.CallID, Index: i, Err: err} }
 	if call.CallID == "" {
-		return plan{}, bad(-1, errors.New("the call has no call_id"))
+		return nil, bad(-1, errors.New("the call has no call_id"))
 	}
 	// "completed" means the model finished writing the call; anything else
 	// may be a truncated list of actions.
 	if call.Status != responses.ResponseComputerToolCallStatusCompleted {
-		return plan{}, bad(-1, fmt.Errorf("the call's status is %q, not completed", call.Status))
+		return nil, bad(-1, fmt.Errorf("the call's status is %q, not completed", call.Status))
 	}
 	if len(call.Actions) == 0 {
 		if call.JSON.Action.Valid() {
-			return plan{}, bad(-1, errors.New(`the call uses the single "action" of computer_use_preview; only the computer tool's "actions" list is supported`))
+			return nil, bad(-1, errors.New(`the call uses the single "action" of computer_use_preview; only the computer tool's "actions" list is supported`))
 		}
-		return plan{}, bad(-1, errors.New("the call has no actions"))
+		return nil, bad(-1, errors.New("the call has no actions"))
 	}
-	p := plan{callID: call.CallID}
+	p := &plan{tool: c, callID: call.CallID}
 	for i, raw := range call.Actions {
 		a, err := actions.Decode([]byte(raw.RawJSON()))
 		if err != nil {
-			return plan{}, bad(i, err)
+			return nil, bad(i, err)
 		}
-		if err := x.checkPoints(a); err != nil {
-			return plan{}, bad(i, err)
+		if err := c.checkPoints(a); err != nil {
+			return nil, bad(i, err)
 		}
 		p.actions = append(p.actions, a)
 	}
 	for _, c := range call.PendingSafetyChecks {
 		if c.ID == "" {
-			return plan{}, bad(-1, errors.New("a pending safety check has no id"))
+			return nil, bad(-1, errors.New("a pending safety check has no id"))
 		}
 		p.checks = append(p.checks, SafetyCheck{ID: c.ID, Code: c.Code, Message: c.Message})
 	}
@@ -134,17 +152,17 @@ func (x *session) prepare(call responses.ResponseComputerToolCall) (plan, error)
 
 // checkPoints requires every point of a to lie inside the image the model
 // last saw: never clamped (SPEC §3).
-func (x *session) checkPoints(a actions.Action) error {
+func (c *computerTool) checkPoints(a actions.Action) error {
 	pts := a.Points()
 	if len(pts) == 0 {
 		return nil
 	}
-	if x.image.W <= 0 || x.image.H <= 0 {
+	if c.image.W <= 0 || c.image.H <= 0 {
 		return fmt.Errorf("%s has coordinates but no screenshot has been sent to the model yet", a.Type)
 	}
 	for _, pt := range pts {
-		if pt.X < 0 || pt.Y < 0 || pt.X >= x.image.W || pt.Y >= x.image.H {
-			return fmt.Errorf("%s: point (%d,%d) is outside the %dx%d image", a.Type, pt.X, pt.Y, x.image.W, x.image.H)
+		if pt.X < 0 || pt.Y < 0 || pt.X >= c.image.W || pt.Y >= c.image.H {
+			return fmt.Errorf("%s: point (%d,%d) is outside the %dx%d image", a.Type, pt.X, pt.Y, c.image.W, c.image.H)
 		}
 	}
 	return nil
@@ -152,7 +170,7 @@ func (x *session) checkPoints(a actions.Action) error {
 
 // approveChecks asks for the call's pending safety checks, if any. Missing
 // callback, refusal, error, panic or a value other than true: refused.
-func (x *session) approveChecks(ctx context.Context, p plan) error {
+func (c *computerTool) approveChecks(ctx context.Context, s *Step, p *plan) error {
 	if len(p.checks) == 0 {
 		return nil
 	}
@@ -161,21 +179,23 @@ func (x *session) approveChecks(ctx context.Context, p plan) error {
 		ids[i] = c.ID
 	}
 	subject := "checks " + strings.Join(ids, ", ")
-	x.event(Event{Kind: EventApprovalAsked, CallID: p.callID,
-		Approval: &ApprovalEvent{Kind: ApprovalSafetyChecks, Index: -1, Checks: p.checks}})
+	s.Event(Event{Kind: EventApprovalAsked, CallID: p.callID,
+		Approval: &ApprovalEvent{Kind: ApprovalSafetyChecks, Index: -1, Checks: slices.Clone(p.checks)}})
 	ok, reason, err := false, "no approve_safety_checks callback is set", error(nil)
-	if f := x.opts.ApproveSafetyChecks; f != nil {
-		info := CallInfo{ResponseID: x.responseID, CallID: p.callID, Actions: append([]actions.Action(nil), p.actions...)}
-		checks := append([]SafetyCheck(nil), p.checks...)
+	if f := c.opts.ApproveSafetyChecks; f != nil {
+		// The callback gets its own copies: what it changes cannot change
+		// what runs.
+		info := CallInfo{ResponseID: s.ResponseID(), CallID: p.callID, Actions: cloneActions(p.actions)}
+		checks := slices.Clone(p.checks)
 		ok, reason, err = approval(func() (any, error) { return f(ctx, info, checks) })
 	}
-	return x.answered(ctx, ok, reason, err, &ApprovalError{Kind: ApprovalSafetyChecks, CallID: p.callID, Index: -1, Subject: subject},
-		&ApprovalEvent{Kind: ApprovalSafetyChecks, Index: -1, Checks: p.checks})
+	return answered(ctx, s, ok, reason, err, &ApprovalError{Kind: ApprovalSafetyChecks, CallID: p.callID, Index: -1, Subject: subject},
+		&ApprovalEvent{Kind: ApprovalSafetyChecks, Index: -1, Checks: slices.Clone(p.checks)})
 }
 
 // before asks BeforeAction, if set, about one action or the final screenshot.
-func (x *session) before(ctx context.Context, info ActionInfo) error {
-	f := x.opts.BeforeAction
+func (c *computerTool) before(ctx context.Context, s *Step, info ActionInfo) error {
+	f := c.opts.BeforeAction
 	if f == nil {
 		return nil
 	}
@@ -183,22 +203,38 @@ func (x *session) before(ctx context.Context, info ActionInfo) error {
 	if info.IsFinalScreenshot {
 		summary = "final screenshot"
 	}
-	x.event(Event{Kind: EventApprovalAsked, CallID: info.CallID,
+	s.Event(Event{Kind: EventApprovalAsked, CallID: info.CallID,
 		Approval: &ApprovalEvent{Kind: ApprovalBeforeAction, Index: info.Index, Summary: summary}})
+	info.Action = cloneAction(info.Action)
 	ok, reason, err := approval(func() (any, error) { return f(ctx, info) })
-	return x.answered(ctx, ok, reason, err,
+	return answered(ctx, s, ok, reason, err,
 		&ApprovalError{Kind: ApprovalBeforeAction, CallID: info.CallID, Index: info.Index, Subject: summary},
 		&ApprovalEvent{Kind: ApprovalBeforeAction, Index: info.Index, Summary: summary})
 }
 
+// cloneAction is a deep copy of a: its Keys and Path are its own.
+func cloneAction(a actions.Action) actions.Action {
+	a.Keys = slices.Clone(a.Keys)
+	a.Path = slices.Clone(a.Path)
+	return a
+}
+
+func cloneActions(as []actions.Action) []actions.Action {
+	out := make([]actions.Action, len(as))
+	for i, a := range as {
+		out[i] = cloneAction(a)
+	}
+	return out
+}
+
 // answered reports an approval's outcome. Cancellation wins over an answer:
 // a callback that approves after the run was cancelled approves nothing.
-func (x *session) answered(ctx context.Context, ok bool, reason string, err error, refusal *ApprovalError, ev *ApprovalEvent) error {
+func answered(ctx context.Context, s *Step, ok bool, reason string, err error, refusal *ApprovalError, ev *ApprovalEvent) error {
 	if ctx.Err() != nil {
 		ok, reason = false, "cancelled"
 	}
 	ev.Approved, ev.Reason = ok, reason
-	x.event(Event{Kind: EventApprovalAnswered, CallID: refusal.CallID, Approval: ev})
+	s.Event(Event{Kind: EventApprovalAnswered, CallID: refusal.CallID, Approval: ev})
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("cancelled while asking %s for call %s: %w", refusal.Kind, refusal.CallID, ctxErr)
 	}
@@ -214,7 +250,7 @@ func (x *session) answered(ctx context.Context, ok bool, reason string, err erro
 // screenshot takes just that one. BeforeAction, when set, is asked
 // immediately before each of these steps; without it the driver may run the
 // call at once.
-func (x *session) runCall(ctx context.Context, p plan) (responses.ResponseInputItemComputerCallOutputParam, error) {
+func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) (responses.ResponseInputItemComputerCallOutputParam, error) {
 	var zero responses.ResponseInputItemComputerCallOutputParam
 	as := p.actions
 	if len(as) == 1 && as[0].Type == actions.Screenshot {
@@ -232,23 +268,23 @@ func (x *session) runCall(ctx context.Context, p plan) (responses.ResponseInputI
 		i := len(results)
 		r.Index = i
 		results = append(results, r)
-		x.actionEvent(p.callID, i, as, r, r.Error, time.Since(stepStart))
+		actionEvent(s, p.callID, i, as, r, r.Error, time.Since(stepStart))
 		stepStart = time.Now()
 	}}
-	if x.opts.BeforeAction != nil {
-		hooks.Before = func(ctx context.Context, s computer.Step) error {
-			refused = x.beforeStep(ctx, p.callID, as, s)
+	if c.opts.BeforeAction != nil {
+		hooks.Before = func(ctx context.Context, st computer.Step) error {
+			refused = c.beforeStep(ctx, s, p.callID, as, st)
 			if refused == nil {
-				x.markAttempted(p.callID)
+				s.Attempted(p.callID)
 			}
 			stepStart = time.Now()
 			return refused
 		}
 	} else {
-		x.markAttempted(p.callID)
+		s.Attempted(p.callID)
 	}
 
-	shot, err := x.t.driver.Run(ctx, as, hooks)
+	shot, err := c.t.driver.Run(ctx, as, hooks)
 	okActions := 0
 	for _, r := range results {
 		if !r.OK {
@@ -257,7 +293,7 @@ func (x *session) runCall(ctx context.Context, p plan) (responses.ResponseInputI
 		okActions++
 	}
 	if len(as) > 0 && okActions == len(as) {
-		x.completed = append(x.completed, p.callID)
+		s.Completed(p.callID)
 	}
 	switch {
 	case refused != nil:
@@ -275,47 +311,41 @@ func (x *session) runCall(ctx context.Context, p plan) (responses.ResponseInputI
 			i := okActions
 			if len(results) == i {
 				// It ended without a result: its event is this error.
-				x.actionEvent(p.callID, i, as, computer.ActionResult{Index: i, Type: string(as[i].Type)}, err.Error(), time.Since(stepStart))
+				actionEvent(s, p.callID, i, as, computer.ActionResult{Index: i, Type: string(as[i].Type)}, err.Error(), time.Since(stepStart))
 			}
 			return zero, fmt.Errorf("call %s action %d (%s): %w", p.callID, i, as[i].Type, withCtx(ctx, err))
 		}
 		return zero, fmt.Errorf("call %s: screenshot: %w", p.callID, withCtx(ctx, err))
 	}
 	if len(as) == 0 {
-		x.completed = append(x.completed, p.callID)
+		s.Completed(p.callID)
 	}
-	x.image = shot.Transform.Image
-	x.event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(stepStart)),
+	c.image = shot.Transform.Image
+	s.Event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(stepStart)),
 		Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
 	return outputParam(p, shot.PNG), nil
 }
 
 // beforeStep checks, immediately before a step of a call, that the run is
 // still wanted, and asks BeforeAction about it.
-func (x *session) beforeStep(ctx context.Context, callID string, as []actions.Action, s computer.Step) error {
-	if s.Final {
+func (c *computerTool) beforeStep(ctx context.Context, s *Step, callID string, as []actions.Action, st computer.Step) error {
+	if st.Final {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("cancelled before the screenshot of call %s: %w", callID, err)
 		}
-		return x.before(ctx, ActionInfo{CallID: callID, Index: s.Index, Action: actions.Action{Type: actions.Screenshot}, IsFinalScreenshot: true})
+		return c.before(ctx, s, ActionInfo{CallID: callID, Index: st.Index, Action: actions.Action{Type: actions.Screenshot}, IsFinalScreenshot: true})
 	}
-	if s.Index < 0 || s.Index >= len(as) {
-		return fmt.Errorf("the driver asked about action %d of a call with %d", s.Index, len(as))
+	if st.Index < 0 || st.Index >= len(as) {
+		return fmt.Errorf("the driver asked about action %d of a call with %d", st.Index, len(as))
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("cancelled before call %s action %d: %w", callID, s.Index, err)
+		return fmt.Errorf("cancelled before call %s action %d: %w", callID, st.Index, err)
 	}
-	return x.before(ctx, ActionInfo{CallID: callID, Index: s.Index, Action: as[s.Index]})
-}
-
-func (x *session) markAttempted(callID string) {
-	if n := len(x.attempted); n == 0 || x.attempted[n-1] != callID {
-		x.attempted = append(x.attempted, callID)
-	}
+	return c.before(ctx, s, ActionInfo{CallID: callID, Index: st.Index, Action: as[st.Index]})
 }
 
 // actionEvent reports one ended action; failure is why it failed.
-func (x *session) actionEvent(callID string, i int, as []actions.Action, r computer.ActionResult, failure string, d time.Duration) {
+func actionEvent(s *Step, callID string, i int, as []actions.Action, r computer.ActionResult, failure string, d time.Duration) {
 	summary := ""
 	if i < len(as) {
 		summary = as[i].String()
@@ -327,7 +357,7 @@ func (x *session) actionEvent(callID string, i int, as []actions.Action, r compu
 			ev.Error = "the driver reported a failure without a reason"
 		}
 	}
-	x.event(Event{Kind: EventAction, CallID: callID, Duration: Duration(d), Action: ev})
+	s.Event(Event{Kind: EventAction, CallID: callID, Duration: Duration(d), Action: ev})
 }
 
 // withCtx makes sure an error caused by cancellation matches ctx.Err().
@@ -353,7 +383,7 @@ func checkScreenshot(data []byte, size scaling.Size) error {
 
 // outputParam is the computer_call_output answering p: the screenshot as a
 // PNG data URL at its original detail, and the approved safety checks.
-func outputParam(p plan, pngData []byte) responses.ResponseInputItemComputerCallOutputParam {
+func outputParam(p *plan, pngData []byte) responses.ResponseInputItemComputerCallOutputParam {
 	shot := responses.ResponseComputerToolCallOutputScreenshotParam{
 		ImageURL: openai.String("data:image/png;base64," + base64.StdEncoding.EncodeToString(pngData)),
 	}

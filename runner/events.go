@@ -46,18 +46,22 @@ func (t *Totals) add(u *Usage) {
 	t.TotalTokens += u.TotalTokens
 }
 
-// Diagnostic is the record the OnDiagnostic observer gets for each completed
-// request. It never holds raw errors, images, typed text or action
-// arguments, so it can be logged or exported as it is.
+// Diagnostic is the record the OnDiagnostic observer gets for each request.
+// It never holds raw errors, images, typed text or action arguments, so it
+// can be logged or exported as it is.
 type Diagnostic struct {
-	API    string `json:"api"`    // always "responses"
-	Stage  string `json:"stage"`  // always "request"
-	Reason string `json:"reason"` // always "completed"
+	API   string `json:"api"`   // always "responses"
+	Stage string `json:"stage"` // always "request"
+	// Reason is the request's real outcome: the response's status
+	// ("completed", "incomplete", "failed", ...) or "error" when no
+	// response came back.
+	Reason string `json:"reason"`
 	// Usage is nil when the response carried none.
 	Usage *Usage `json:"usage"`
-	// CallID is the computer call the response asked for ("" for a final
-	// answer; the first one when it asked for several).
-	CallID string `json:"call_id"`
+	// CallID is the first local call the response asked for ("" for a
+	// final answer); CallIDs are all of them, in order.
+	CallID  string   `json:"call_id"`
+	CallIDs []string `json:"call_ids"`
 	// Member is the toolset's name (WithName), so a host running several
 	// toolsets can tell their records apart.
 	Member string `json:"member"`
@@ -100,10 +104,10 @@ type Event struct {
 	MaxSteps int       `json:"max_steps,omitempty"`
 	// ResponseID is the response this event belongs to.
 	ResponseID string `json:"response_id,omitempty"`
-	// CallID is the computer call of an action, approval or screenshot.
+	// CallID is the call of an action, approval, screenshot or function.
 	CallID string `json:"call_id,omitempty"`
 	// CallIDs: for a request, the calls it answers; for a response, the
-	// computer calls it asks for.
+	// local calls it asks for.
 	CallIDs    []string         `json:"call_ids,omitempty"`
 	Duration   Duration         `json:"duration,omitempty"`
 	Usage      *Usage           `json:"usage,omitempty"`

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 )
 
@@ -18,14 +20,29 @@ const DefaultMaxSteps = 20
 type RunOptions struct {
 	Model        string // required
 	Instructions string
-	Input        string // the task; required
+	// Input is the task as text. A run starts from Input, InputItems,
+	// PreviousResponseID or a mix of them; at least one is required. Text
+	// comes after the items.
+	Input string
+	// InputItems start the run from items (for example a screenshot the
+	// caller took through the driver: set CallOptions.ImageSpace to its
+	// size so the model's first call may click on it).
+	InputItems responses.ResponseInputParam
+	// PreviousResponseID continues an earlier response. Its outstanding
+	// calls must be answered in InputItems.
+	PreviousResponseID string
 	// MaxSteps bounds the API requests (DefaultMaxSteps when 0). The last
-	// allowed request starts no effects: if it asks for actions, the run
-	// ends with ErrStepLimit instead.
+	// allowed request starts no effects: if it asks for local calls, the
+	// run ends with ErrStepLimit instead.
 	MaxSteps int
+	// CallOptions govern computer calls; their OnEvent observes the whole
+	// run.
 	CallOptions
-	// OnDiagnostic observes one record per completed request,
-	// synchronously. Panics are ignored.
+	// Tools are the run's other tools (function tools, server tools, MCP
+	// servers), declared on every request after the computer.
+	Tools []Tool
+	// OnDiagnostic observes one record per request, synchronously. Panics
+	// are ignored.
 	OnDiagnostic func(Diagnostic)
 }
 
@@ -41,39 +58,126 @@ type RunResult struct {
 	Duration time.Duration
 }
 
-// Run performs the native computer loop: it sends the task with the computer
-// tool, executes the computer calls of each response, answers each with a
-// screenshot and continues with previous_response_id until a response
-// carries a final message and no computer call. On failure the error is a
+// Runner runs the Responses loop with tools and no computer; Toolset.Run
+// is the same loop with the computer toolset as its first tool. One run at
+// a time: a concurrent one fails with ErrBusy.
+type Runner struct {
+	responses      responses.ResponseService
+	requestOptions []option.RequestOption
+	name           string
+
+	mu      sync.Mutex
+	running bool
+}
+
+// NewRunner returns a Runner asking client's Responses API, adding
+// requestOptions to every request. Diagnostics name it "responses".
+func NewRunner(client openai.Client, requestOptions ...option.RequestOption) *Runner {
+	return &Runner{responses: client.Responses, requestOptions: requestOptions, name: "responses"}
+}
+
+// Run performs the loop with opts.Tools. On failure the error is a
 // *RunError.
+func (r *Runner) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return nil, &RunError{Err: ErrBusy}
+	}
+	r.running = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.running = false
+		r.mu.Unlock()
+	}()
+	l := loop{responses: r.responses, requestOptions: r.requestOptions, name: r.name, tools: opts.Tools}
+	return l.run(ctx, opts)
+}
+
+// Run performs the native computer loop, with opts.Tools beside the
+// computer: it sends the task, executes the local calls of each response in
+// order, answers each and continues with previous_response_id until a
+// response carries a final message and no local call. On failure the error
+// is a *RunError.
 func (t *Toolset) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
-	switch {
-	case opts.Model == "":
-		return nil, &RunError{Err: errors.New("RunOptions.Model is required")}
-	case opts.Input == "":
-		return nil, &RunError{Err: errors.New("RunOptions.Input is required")}
-	case opts.MaxSteps < 0:
-		return nil, &RunError{Err: fmt.Errorf("RunOptions.MaxSteps is %d; it must be at least 1 (0 means %d)", opts.MaxSteps, DefaultMaxSteps)}
-	}
-	if opts.MaxSteps == 0 {
-		opts.MaxSteps = DefaultMaxSteps
-	}
 	if err := t.acquire(); err != nil {
 		return nil, &RunError{Err: err}
 	}
 	defer t.release()
+	c := t.tool(opts.CallOptions)
+	defer c.keepImage()
+	l := loop{responses: t.responses, requestOptions: t.requestOptions, name: t.name,
+		tools: append([]Tool{c}, opts.Tools...)}
+	return l.run(ctx, opts)
+}
 
+// loop is one run's Responses loop over its tools.
+type loop struct {
+	responses      responses.ResponseService
+	requestOptions []option.RequestOption
+	name           string
+	tools          []Tool
+}
+
+// check refuses options that cannot make a run, before anything runs.
+func (l *loop) check(opts *RunOptions) error {
+	switch {
+	case opts.Model == "":
+		return errors.New("RunOptions.Model is required")
+	case opts.Input == "" && len(opts.InputItems) == 0 && opts.PreviousResponseID == "":
+		return errors.New("RunOptions.Input, InputItems or PreviousResponseID is required")
+	case opts.MaxSteps < 0:
+		return fmt.Errorf("RunOptions.MaxSteps is %d; it must be at least 1 (0 means %d)", opts.MaxSteps, DefaultMaxSteps)
+	}
+	if opts.MaxSteps == 0 {
+		opts.MaxSteps = DefaultMaxSteps
+	}
+	names := map[string]bool{}
+	for _, t := range l.tools {
+		for _, p := range t.Params() {
+			name := toolName(p)
+			if name == "" {
+				continue
+			}
+			if names[name] {
+				return fmt.Errorf("two tools of the run are named %q", name)
+			}
+			names[name] = true
+		}
+	}
+	return nil
+}
+
+// toolName is the name the model calls a tool by ("" for tools called by
+// type).
+func toolName(p responses.ToolUnionParam) string {
+	switch {
+	case p.OfFunction != nil:
+		return p.OfFunction.Name
+	case p.OfCustom != nil:
+		return p.OfCustom.Name
+	}
+	return ""
+}
+
+func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
+	if err := l.check(&opts); err != nil {
+		return nil, &RunError{Err: err}
+	}
 	start := time.Now()
-	x := &session{t: t, opts: opts.CallOptions, maxSteps: opts.MaxSteps}
-	params := responses.ResponseNewParams{
-		Model: opts.Model,
-		Tools: []responses.ToolUnionParam{{OfComputer: &responses.ComputerToolParam{}}},
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(opts.Input)},
+	x := &session{maxSteps: opts.MaxSteps, onEvent: opts.OnEvent}
+	params := responses.ResponseNewParams{Model: opts.Model, Input: firstInput(opts)}
+	for _, t := range l.tools {
+		params.Tools = append(params.Tools, t.Params()...)
 	}
 	// Instructions are not carried over by previous_response_id, so every
 	// request repeats them (and the tool list).
 	if opts.Instructions != "" {
 		params.Instructions = openai.String(opts.Instructions)
+	}
+	if opts.PreviousResponseID != "" {
+		params.PreviousResponseID = openai.String(opts.PreviousResponseID)
 	}
 	var answered []string
 	for step := 1; ; step++ {
@@ -83,26 +187,29 @@ func (t *Toolset) Run(ctx context.Context, opts RunOptions) (*RunResult, error) 
 		}
 		x.event(Event{Kind: EventRequest, CallIDs: answered})
 		sent := time.Now()
-		// The SDK may retry this HTTP request; that is safe because actions
-		// only run between requests, never inside one.
-		resp, err := t.responses.New(ctx, params, t.requestOptions...)
+		// The SDK may retry this HTTP request; that is safe because local
+		// calls only run between requests, never inside one.
+		resp, err := l.responses.New(ctx, params, l.requestOptions...)
 		took := time.Since(sent)
 		if err != nil {
 			// The request may have been billed without our seeing its usage.
 			x.usage.Incomplete = true
+			observe(opts.OnDiagnostic, Diagnostic{API: "responses", Stage: "request", Reason: "error", Member: l.name, Duration: Duration(took)})
 			return nil, x.fail(fmt.Errorf("request %d of %d: %w", step, opts.MaxSteps, err))
 		}
 		x.responseID = resp.ID
 		usage := usageOf(resp)
 		x.usage.add(usage)
-		calls := computerCalls(resp)
+		s := &Step{x: x}
+		calls, final, claimErr := l.claim(s, resp)
 		callIDs := make([]string, len(calls))
 		for i, c := range calls {
-			callIDs[i] = c.CallID
+			callIDs[i] = c.CallID()
 		}
-		diag := Diagnostic{API: "responses", Stage: "request", Reason: "completed", Usage: usage, Member: t.name, Duration: Duration(took)}
-		if len(calls) > 0 {
-			diag.CallID = calls[0].CallID
+		diag := Diagnostic{API: "responses", Stage: "request", Reason: string(resp.Status), Usage: usage,
+			CallIDs: callIDs, Member: l.name, Duration: Duration(took)}
+		if len(callIDs) > 0 {
+			diag.CallID = callIDs[0]
 		}
 		observe(opts.OnDiagnostic, diag)
 		x.event(Event{Kind: EventResponse, CallIDs: callIDs, Usage: usage, Duration: Duration(took)})
@@ -110,14 +217,16 @@ func (t *Toolset) Run(ctx context.Context, opts RunOptions) (*RunResult, error) 
 		if resp.Status != responses.ResponseStatusCompleted {
 			return nil, x.fail(fmt.Errorf("response %s has status %q%s; nothing of it was executed", resp.ID, resp.Status, incompleteReason(resp)))
 		}
+		if claimErr != nil {
+			return nil, x.fail(claimErr)
+		}
 		if len(calls) == 0 {
-			msg := finalMessage(resp)
-			if msg == "" {
-				return nil, x.fail(fmt.Errorf("response %s has neither a computer call nor a final message", resp.ID))
+			if final == "" {
+				return nil, x.fail(fmt.Errorf("response %s has neither a local call nor a final message", resp.ID))
 			}
-			x.event(Event{Kind: EventFinal, Message: msg})
+			x.event(Event{Kind: EventFinal, Message: final})
 			return &RunResult{
-				FinalMessage:     msg,
+				FinalMessage:     final,
 				ResponseID:       resp.ID,
 				Steps:            step,
 				CompletedCallIDs: x.completed,
@@ -126,10 +235,10 @@ func (t *Toolset) Run(ctx context.Context, opts RunOptions) (*RunResult, error) 
 			}, nil
 		}
 		if step >= opts.MaxSteps {
-			return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; its actions were not executed",
+			return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; nothing of it was executed",
 				ErrStepLimit, step, opts.MaxSteps, resp.ID, strings.Join(callIDs, ", ")))
 		}
-		outputs, err := x.respond(ctx, calls)
+		outputs, err := respond(ctx, s, calls)
 		if err != nil {
 			return nil, x.fail(err)
 		}
@@ -139,41 +248,91 @@ func (t *Toolset) Run(ctx context.Context, opts RunOptions) (*RunResult, error) 
 	}
 }
 
-// respond validates every call of a response, then asks every approval, and
-// only then runs the calls: nothing runs unless all of it may.
-func (x *session) respond(ctx context.Context, calls []responses.ResponseComputerToolCall) (responses.ResponseInputParam, error) {
-	plans := make([]plan, len(calls))
-	for i, c := range calls {
-		p, err := x.prepare(c)
-		if err != nil {
-			return nil, err
-		}
-		plans[i] = p
+// firstInput is the first request's input: the items, then the text.
+func firstInput(opts RunOptions) responses.ResponseNewParamsInputUnion {
+	if len(opts.InputItems) == 0 {
+		return responses.ResponseNewParamsInputUnion{OfString: openai.String(opts.Input)}
 	}
-	for _, p := range plans {
-		if err := x.approveChecks(ctx, p); err != nil {
-			return nil, err
-		}
+	items := append(responses.ResponseInputParam(nil), opts.InputItems...)
+	if opts.Input != "" {
+		items = append(items, responses.ResponseInputItemParamOfMessage(opts.Input, responses.EasyInputMessageRoleUser))
 	}
-	outputs := make(responses.ResponseInputParam, 0, len(plans))
-	for _, p := range plans {
-		out, err := x.runCall(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		outputs = append(outputs, responses.ResponseInputItemUnionParam{OfComputerCallOutput: &out})
-	}
-	return outputs, nil
+	return responses.ResponseNewParamsInputUnion{OfInputItemList: items}
 }
 
-func computerCalls(resp *responses.Response) []responses.ResponseComputerToolCall {
-	var calls []responses.ResponseComputerToolCall
-	for _, item := range resp.Output {
-		if item.Type == "computer_call" {
-			calls = append(calls, item.AsComputerCall())
+// claim hands every output item to the one tool that claims it and
+// prepares the calls, in the response's order. Messages are not claimed:
+// those not in the commentary phase make the final message. Reasoning and
+// compaction items stay in the response chain. Anything else is an error
+// naming the item's type: dropping it would hide what the model asked for,
+// and an unanswered call makes the next request fail.
+func (l *loop) claim(s *Step, resp *responses.Response) ([]Call, string, error) {
+	var calls []Call
+	var final []string
+	for i, item := range resp.Output {
+		switch item.Type {
+		case "message":
+			if item.Phase != responses.ResponseOutputMessagePhaseCommentary {
+				if text := messageText(item); text != "" {
+					final = append(final, text)
+				}
+			}
+			continue
+		case "reasoning", "compaction":
+			continue
+		}
+		var owner Tool
+		for _, t := range l.tools {
+			if t.Claims(item) {
+				if owner != nil {
+					return calls, "", fmt.Errorf("response %s: output item %d (%s) is claimed by two tools", resp.ID, i, item.Type)
+				}
+				owner = t
+			}
+		}
+		if owner == nil {
+			return calls, "", fmt.Errorf("response %s: output item %d has type %q, which no tool of the run handles%s",
+				resp.ID, i, item.Type, callName(item))
+		}
+		c, err := owner.Prepare(s, item)
+		if err != nil {
+			return calls, "", err
+		}
+		if c != nil {
+			calls = append(calls, c)
 		}
 	}
-	return calls
+	return calls, strings.Join(final, "\n\n"), nil
+}
+
+// callName names what an unclaimed call asked for.
+func callName(item responses.ResponseOutputItemUnion) string {
+	if item.Name == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (it calls %q)", item.Name)
+}
+
+// respond asks every approval of a response's calls, and only then runs
+// them in order: nothing runs unless all of it may.
+func respond(ctx context.Context, s *Step, calls []Call) (responses.ResponseInputParam, error) {
+	for _, c := range calls {
+		if err := c.Approve(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	outputs := make(responses.ResponseInputParam, 0, len(calls))
+	for _, c := range calls {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cancelled before call %s: %w", c.CallID(), err)
+		}
+		out, err := c.Execute(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		outputs = append(outputs, out)
+	}
+	return outputs, nil
 }
 
 func usageOf(resp *responses.Response) *Usage {
@@ -183,27 +342,18 @@ func usageOf(resp *responses.Response) *Usage {
 	return &Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, TotalTokens: resp.Usage.TotalTokens}
 }
 
-// finalMessage joins the text (or refusal) of the response's messages.
-func finalMessage(resp *responses.Response) string {
-	var parts []string
-	for _, item := range resp.Output {
-		if item.Type != "message" {
-			continue
-		}
-		var b strings.Builder
-		for _, c := range item.Content {
-			switch c.Type {
-			case "output_text":
-				b.WriteString(c.Text)
-			case "refusal":
-				b.WriteString(c.Refusal)
-			}
-		}
-		if b.Len() > 0 {
-			parts = append(parts, b.String())
+// messageText joins the text (or refusal) of a message.
+func messageText(item responses.ResponseOutputItemUnion) string {
+	var b strings.Builder
+	for _, c := range item.Content {
+		switch c.Type {
+		case "output_text":
+			b.WriteString(c.Text)
+		case "refusal":
+			b.WriteString(c.Refusal)
 		}
 	}
-	return strings.Join(parts, "\n\n")
+	return b.String()
 }
 
 func incompleteReason(resp *responses.Response) string {

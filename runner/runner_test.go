@@ -648,7 +648,7 @@ func decodeCall(t *testing.T, s string) responses.ResponseComputerToolCall {
 func TestFinalMessageRequired(t *testing.T) {
 	ts, _, _ := setup(t, respserver.Final(""))
 	_, err := ts.Run(context.Background(), opts(CallOptions{}))
-	if err == nil || !strings.Contains(err.Error(), "neither a computer call nor a final message") {
+	if err == nil || !strings.Contains(err.Error(), "neither a local call nor a final message") {
 		t.Fatalf("err = %v", err)
 	}
 }

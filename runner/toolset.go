@@ -1,24 +1,34 @@
-// Package runner is the host side of the computer tool: a Toolset runs the
-// OpenAI Responses API "computer" loop against a computer.Driver (the guest
-// client, or any desktop that implements the contract) and enforces the
-// rules of SPEC §4.
+// Package runner is the host side of a Responses API run: a general tool
+// runner (the seeds' ResponsesToolRunner) in which the computer toolset (over
+// a computer.Driver: the guest client, or any desktop that implements the
+// contract) is one Tool among function tools, server tools and MCP servers,
+// enforcing the rules of SPEC §4 and §7.
 //
+//   - Every output item of a response is claimed by exactly one Tool or is
+//     a message; anything else stops the run with an error naming the
+//     item's type. A response ends the run only when it has no local call
+//     and carries a message whose phase is not commentary; a response whose
+//     status is not completed stops the run with its reason.
+//   - Prepare, approve, execute: every call of a response is validated,
+//     then every approval is asked, then the calls run in the model's
+//     order. Nothing runs unless all of it may.
 //   - Approvals fail closed. Pending safety checks need ApproveSafetyChecks
 //     to return exactly true (the bool true, as an any) before any action of
 //     that call runs; BeforeAction, when set, must approve each action and
 //     the final screenshot the same way. Nothing the model says counts.
-//   - Every action of a response is decoded strictly (actions.Decode) and its
-//     points checked against the last screenshot sent to the model before
-//     any of it runs. Bad input stops the run with a *BadInputError naming
-//     the call and the action. It is never reported back to the model: a
-//     computer_call_output can only carry a screenshot, so answering would
-//     tell the model its actions ran.
+//     Callbacks get deep copies of what they are shown.
+//   - Every action of a computer call is decoded strictly (actions.Decode)
+//     and its points checked against the last screenshot sent to the model
+//     before any of it runs. Bad input stops the run with a *BadInputError
+//     naming the call and the action. It is never reported back to the
+//     model: a computer_call_output can only carry a screenshot, so
+//     answering would tell the model its actions ran.
 //   - MaxSteps bounds API requests; the last allowed request starts no
 //     effects. One run or call at a time: a concurrent one fails with
 //     ErrBusy. Cancellation reaches the driver and the callbacks, and errors
 //     say which calls were attempted and which completed (*RunError).
-//   - SDK retries only repeat HTTP requests; actions run between requests,
-//     so a retry never repeats an action.
+//   - SDK retries only repeat HTTP requests; local calls run between
+//     requests, so a retry never repeats an effect.
 package runner
 
 import (
@@ -94,6 +104,11 @@ type CallOptions struct {
 	BeforeAction func(ctx context.Context, a ActionInfo) (any, error)
 	// OnEvent observes progress synchronously. It should return quickly.
 	OnEvent func(Event)
+	// ImageSpace is the size of the screenshot the model saw last when the
+	// caller sent it (for example in a run's input, or before Execute): the
+	// space of the model's next coordinates. Zero means the last screenshot
+	// this toolset sent.
+	ImageSpace scaling.Size
 }
 
 // Toolset runs computer calls on one Driver, one run or call at a time.

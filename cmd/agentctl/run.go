@@ -197,9 +197,9 @@ func (p progress) event(e runner.Event) {
 	case runner.EventRequest:
 		fmt.Fprintf(p.w, "step %d/%d: asking the model\n", e.Step, e.MaxSteps)
 	case runner.EventResponse:
-		what := "no computer call"
+		what := "no local call"
 		if len(e.CallIDs) > 0 {
-			what = "computer call " + runner.Printable(strings.Join(e.CallIDs, ", "))
+			what = "calls " + runner.Printable(strings.Join(e.CallIDs, ", "))
 		}
 		fmt.Fprintf(p.w, "  answer in %s: %s\n", round(e.Duration), what)
 	case runner.EventApprovalAnswered:

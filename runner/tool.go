@@ -1,0 +1,94 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// Tool is one tool of a run: the seam between the Responses loop and
+// whatever performs the model's calls. The loop handles a response in three
+// stages, each over every claimed item in the response's order: Prepare
+// (validate; nothing runs unless all of it is valid), Approve (nothing runs
+// unless all of it is approved), Execute. The computer toolset, function
+// tools, server tools and MCP servers are Tools.
+type Tool interface {
+	// Params declares the tool to the API; they are sent on every request.
+	Params() []responses.ToolUnionParam
+	// Claims reports whether an output item is this tool's. Every item of
+	// a response is claimed by exactly one tool or is a message.
+	Claims(item responses.ResponseOutputItemUnion) bool
+	// Prepare validates a claimed item before anything of the response
+	// runs. It returns nil for an item that needs no answer (a server
+	// tool's result) and an error for one that must stop the turn.
+	Prepare(s *Step, item responses.ResponseOutputItemUnion) (Call, error)
+}
+
+// Call is a prepared, validated call of one tool.
+type Call interface {
+	// CallID identifies the call in errors and records.
+	CallID() string
+	// Approve asks whatever consent the call needs. An error stops the run
+	// before any call of the response runs.
+	Approve(ctx context.Context, s *Step) error
+	// Execute performs the call once and returns the item that answers it.
+	// It marks the call attempted before its first effect and completed
+	// after its last (Step.Attempted, Step.Completed).
+	Execute(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error)
+}
+
+// Step is what a Tool sees of the run while it handles one response.
+type Step struct{ x *session }
+
+// ResponseID is the response being handled ("" in Toolset.Execute).
+func (s *Step) ResponseID() string { return s.x.responseID }
+
+// Event reports progress to the run's observer; Time, Step and ResponseID
+// are filled in.
+func (s *Step) Event(ev Event) { s.x.event(ev) }
+
+// Attempted records that an effect of the call was started: it cannot be
+// undone, and errors will name it.
+func (s *Step) Attempted(callID string) { s.x.markAttempted(callID) }
+
+// Completed records that every effect of the call finished.
+func (s *Step) Completed(callID string) { s.x.completed = append(s.x.completed, callID) }
+
+// session is the state of one Run or Execute shared by its tools.
+type session struct {
+	step     int
+	maxSteps int
+	// responseID is the last response received.
+	responseID string
+	attempted  []string
+	completed  []string
+	usage      Totals
+	onEvent    func(Event)
+}
+
+func (x *session) fail(err error) *RunError {
+	return &RunError{
+		Err:              err,
+		ResponseID:       x.responseID,
+		Steps:            x.step,
+		AttemptedCallIDs: x.attempted,
+		CompletedCallIDs: x.completed,
+		Usage:            x.usage,
+	}
+}
+
+func (x *session) event(ev Event) {
+	ev.Time = time.Now()
+	ev.Step, ev.MaxSteps = x.step, x.maxSteps
+	if ev.ResponseID == "" {
+		ev.ResponseID = x.responseID
+	}
+	observe(x.onEvent, ev)
+}
+
+func (x *session) markAttempted(callID string) {
+	if n := len(x.attempted); n == 0 || x.attempted[n-1] != callID {
+		x.attempted = append(x.attempted, callID)
+	}
+}
