@@ -88,6 +88,7 @@ func (b *sizeBench) measureInput(ctx context.Context) ([]Figure, error) {
 			}, keyReleased)
 		}},
 	}
+	cs = append(cs, b.codeContenders(next, roundTrip, at)...)
 	xdo, missing := xdotoolTool.find()
 	if missing == "" {
 		xy := func(p image.Point) []string { return []string{"mousemove", strconv.Itoa(p.X), strconv.Itoa(p.Y)} }
@@ -135,5 +136,5 @@ func (b *sizeBench) measureInput(ctx context.Context) ([]Figure, error) {
 	move.compare(xMove)
 	key := fig(idKeypress, "keypress round trip", false)
 	key.compare(xKey)
-	return []Figure{click, move, key, xClick, xMove, xKey}, nil
+	return append([]Figure{click, move, key, xClick, xMove, xKey}, b.codeFigures(res, click)...), nil
 }

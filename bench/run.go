@@ -29,6 +29,8 @@ type sizeBench struct {
 	probeErr  error
 	shell     shell
 	tokenFile string
+	// codeMissing says why code mode is not measured ("" when it is).
+	codeMissing string
 }
 
 // Run measures everything on a fresh local guest per size and returns the
@@ -88,7 +90,12 @@ func (o Options) progress(format string, args ...any) {
 func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr SizeReport, input []Figure, err error) {
 	sr.Size = size.String()
 	o.progress("%v: starting a local guest", size)
-	g, err := local.Up(ctx, local.Config{Width: size.W, Height: size.H, AgentdPath: o.AgentdPath})
+	cfg := local.Config{Width: size.W, Height: size.H, AgentdPath: o.AgentdPath}
+	var codeMissing string
+	if withInput {
+		cfg.AgentdArgs, codeMissing = codeArgs()
+	}
+	g, err := local.Up(ctx, cfg)
 	if err != nil {
 		return sr, nil, err
 	}
@@ -101,6 +108,7 @@ func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr Size
 	if err != nil {
 		return sr, nil, err
 	}
+	b.codeMissing = codeMissing
 	defer b.close()
 
 	o.progress("%v: screenshots", size)

@@ -83,6 +83,10 @@ type Options struct {
 	Exec    Executor
 	Input   Holder
 	Pointer func(ctx context.Context) (x, y int, err error)
+	// Hide are files the code must not read (agentd's token file): the
+	// worker closes them to itself with Landlock where the kernel offers
+	// it, and logs through Logf where not.
+	Hide []string
 	// ScrollPixelsPerStep is the executor's: pyautogui scrolls in wheel
 	// steps, the executor in pixels.
 	ScrollPixelsPerStep int

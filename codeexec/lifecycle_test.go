@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"image/png"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -212,4 +213,35 @@ func fmtSscan(out string, x, y *int) (int, error) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var w, h int
 	return fmt.Sscanf(lines[len(lines)-1], "(%d, %d) %d %d", &w, &h, x, y)
+}
+
+// TestWorkerCannotReadTheTokenFile: with a token file, the worker closes it
+// to itself (Landlock) and cannot signal agentd, while the rest of the file
+// system and PIL work as before.
+func TestWorkerCannotReadTheTokenFile(t *testing.T) {
+	requirePIL(t)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startAgentd(t, 640, 480, "--code", "--token-file", tokenFile)
+	res := d.run(t, fmt.Sprintf(`
+import os, signal
+for what, f in [("token", lambda: open(%q).read()), ("kill", lambda: os.kill(os.getppid(), 0))]:
+    try:
+        f()
+        print(what, "allowed")
+    except OSError as e:
+        print(what, "refused", type(e).__name__)
+open("note.txt", "w").write("ok")
+print(open("note.txt").read(), len(open("/etc/os-release").read()) > 0, pyautogui.screenshot().size)
+`, tokenFile))
+	if strings.Contains(d.log.String(), "without Landlock") {
+		t.Skipf("missing prerequisite: Landlock in this kernel: %s", d.log.String())
+	}
+	want := "token refused PermissionError\nkill refused PermissionError\nok True (640, 480)\n"
+	if res.Output != want {
+		t.Fatalf("output %q, want %q", res.Output, want)
+	}
 }

@@ -121,6 +121,8 @@ func (s *Session) serve(ctx context.Context) error {
 				s.text(f.head.Text)
 			case "image":
 				s.image(f)
+			case "sandbox":
+				s.svc.opts.Logf("code: the worker runs without Landlock, it can read the token file: %s", f.head.Error)
 			default:
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -496,7 +498,7 @@ func (s *Session) start() error {
 		}
 		s.dir = dir
 	}
-	w, err := startWorker(s.svc.opts.Python, s.dir, &s.raw)
+	w, err := startWorker(s.svc.opts.Python, s.dir, s.svc.opts.Hide, &s.raw)
 	if err != nil {
 		return err
 	}

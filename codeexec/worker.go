@@ -33,6 +33,7 @@ type frame struct {
 type message struct {
 	Op        string          `json:"op"`
 	Text      string          `json:"text"`      // out
+	Error     string          `json:"error"`     // sandbox
 	Traceback string          `json:"traceback"` // done
 	Format    string          `json:"format"`    // image: "rgba" or "png"
 	Width     int             `json:"width"`     // image (rgba)
@@ -71,7 +72,7 @@ func env(home string) []string {
 	}
 }
 
-func startWorker(python, dir string, stdio *tailBuffer) (*worker, error) {
+func startWorker(python, dir string, hide []string, stdio *tailBuffer) (*worker, error) {
 	toR, toW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("worker pipe: %w", err)
@@ -83,7 +84,7 @@ func startWorker(python, dir string, stdio *tailBuffer) (*worker, error) {
 		return nil, fmt.Errorf("worker pipe: %w", err)
 	}
 	work := filepath.Join(dir, "work")
-	cmd := exec.Command(python, "-I", filepath.Join(dir, "lib", "worker.py"))
+	cmd := exec.Command(python, append([]string{"-I", filepath.Join(dir, "lib", "worker.py")}, hide...)...)
 	cmd.Dir = work
 	cmd.Env = env(work)
 	cmd.ExtraFiles = []*os.File{toR, fromW}

@@ -91,7 +91,7 @@ func run() error {
 	capabilities := []string{"batch", "view", "cancel", "release_all", "capture:" + string(screen.Method())}
 	var codeSvc *codeexec.Service
 	if *code {
-		codeSvc, err = startCode(*display, *codePython, *codeDir, exec, input, *scrollStep, logger.Printf)
+		codeSvc, err = startCode(*display, *codePython, *codeDir, *tokenFile, exec, input, *scrollStep, logger.Printf)
 		if err != nil {
 			return err
 		}
