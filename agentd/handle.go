@@ -46,6 +46,8 @@ func (s *session) handle(sessCtx context.Context, req request) {
 		s.replyWithScreenshot(sessCtx, ctx, wire.Reply{Op: wire.OpDone, ID: req.id})
 	case wire.OpExec:
 		s.runExec(sessCtx, ctx, req)
+	case wire.OpBrowser:
+		s.runBrowser(sessCtx, ctx, req)
 	case wire.OpReleaseAll:
 		if err := s.srv.cfg.Exec.ReleaseAll(); err != nil {
 			s.replyError(sessCtx, req.id, wire.CodeInternal, "release all: "+err.Error(), -1)

@@ -80,6 +80,8 @@ type Config struct {
 	// Code, if set, serves exec requests (agentd --code): a Python worker
 	// per session. Without it exec is refused as unavailable.
 	Code *codeexec.Service
+	// Browser, if set, serves the browser op family (agentd --browser).
+	Browser Browser
 	// Capabilities are announced in Hello.
 	Capabilities []string
 	// Logf logs operational messages; never secrets, typed text or images.

@@ -41,6 +41,7 @@ type rawRequest struct {
 	Target   uint64            `json:"target"`
 	Code     string            `json:"code"`
 	Deadline int64             `json:"deadline_ms"`
+	Browser  *wire.BrowserCall `json:"browser"`
 }
 
 type request struct {
@@ -50,6 +51,7 @@ type request struct {
 	view    *wire.View
 	code    string        // exec
 	timeout time.Duration // exec's deadline
+	browser *wire.BrowserCall
 }
 
 type session struct {
@@ -204,6 +206,11 @@ func decodeRequest(data []byte) (request, error) {
 			return req, &indexError{0, err}
 		}
 		req.actions = []actions.Action{a}
+	case wire.OpBrowser:
+		if raw.Browser == nil || raw.Browser.Member == "" {
+			return req, errors.New(`browser request has no "browser" call with a member`)
+		}
+		req.browser = raw.Browser
 	case wire.OpScreenshot, wire.OpReleaseAll:
 	case wire.OpExec:
 		d, err := codeexec.Deadline(raw.Deadline)

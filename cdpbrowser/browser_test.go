@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 )
 
@@ -19,9 +20,7 @@ import (
 // browser runs as nobody: Chromium refuses root with its sandbox on.
 func start(t *testing.T) (*Browser, context.Context) {
 	t.Helper()
-	if _, err := os.Stat("/usr/bin/chromium"); err != nil && os.Getenv("AGENTD_REQUIRE_X") == "" {
-		t.Skip("missing prerequisite: chromium is not installed (Debian package chromium; scripts/install-deps.sh)")
-	}
+	prereq.Programs(t, prereq.X, "chromium")
 	x := xvfbtest.Start(t, 1440, 900)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

@@ -15,6 +15,8 @@
 package wire
 
 import (
+	"encoding/json"
+
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/scaling"
@@ -76,8 +78,9 @@ type Request struct {
 	Target  uint64           `json:"target,omitempty"`
 	// Code and DeadlineMS belong to OpExec: the Python source, and how long
 	// it may run (0: agentd's default; see ExecResult).
-	Code       string `json:"code,omitempty"`
-	DeadlineMS int64  `json:"deadline_ms,omitempty"`
+	Code       string       `json:"code,omitempty"`
+	DeadlineMS int64        `json:"deadline_ms,omitempty"`
+	Browser    *BrowserCall `json:"browser,omitempty"`
 }
 
 // ActionResult reports one performed action: the driver contract's own
@@ -131,6 +134,8 @@ type Reply struct {
 	// Exec is the result of OpExec; each of its Images is followed, in
 	// order, by one binary frame holding that PNG.
 	Exec *ExecResult `json:"exec,omitempty"`
+	// Browser is a browser call's result (OpBrowser).
+	Browser json.RawMessage `json:"browser,omitempty"`
 }
 
 // ExecResult is what one exec did. An exception in the code is not an

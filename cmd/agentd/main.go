@@ -20,9 +20,11 @@ import (
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/agentd"
 	"github.com/agentd-dev/agentd/bench/probe"
+	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/capture"
 	"github.com/agentd-dev/agentd/codeexec"
 	"github.com/agentd-dev/agentd/render"
+	"github.com/agentd-dev/agentd/wire"
 )
 
 func main() {
@@ -50,6 +52,8 @@ func run() error {
 	code := flag.Bool("code", false, "serve exec: Python code with pyautogui, run in a worker per session (needs python3 and python3-pil)")
 	codePython := flag.String("code-python", codeexec.DefaultPython, "the Python interpreter of --code")
 	codeDir := flag.String("code-dir", "", "where --code makes each session's private directory (default: the temporary directory)")
+	withBrowser := flag.Bool("browser", false, "also start Chromium on the display and serve the browser toolset's calls")
+	browserUser := flag.String("browser-user", "", "the user Chromium runs as (required when agentd runs as root; default: agentd's own)")
 	flag.Parse()
 
 	logger := log.New(os.Stderr, "agentd: ", log.LstdFlags|log.Lmicroseconds)
@@ -97,6 +101,17 @@ func run() error {
 		}
 		capabilities = append(capabilities, "exec")
 	}
+	var browserSrv agentd.Browser
+	if *withBrowser {
+		w, h := screen.Size()
+		b, err := startBrowser(*display, w, h, *browserUser, logger)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		browserSrv = browserrpc.Server{Driver: b}
+		capabilities = append(capabilities, wire.CapabilityBrowser)
+	}
 	srv, err := agentd.New(agentd.Config{
 		Token:  token,
 		Screen: screen,
@@ -107,6 +122,7 @@ func run() error {
 			return err
 		},
 		Code:         codeSvc,
+		Browser:      browserSrv,
 		Capabilities: capabilities,
 		Logf:         logger.Printf,
 	})
