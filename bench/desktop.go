@@ -341,6 +341,16 @@ func (d *desktop) flip() {
 	xproto.ClearArea(d.conn, false, d.win, int16(r.Min.X), int16(r.Min.Y), uint16(r.Dx()), uint16(r.Dy()))
 }
 
+// change flips the target and returns once the server has drawn it: the
+// screen is not the one agentd saw last.
+func (d *desktop) change() error {
+	d.flip()
+	if _, err := xproto.GetInputFocus(d.conn).Reply(); err != nil {
+		return fmt.Errorf("desktop: %w", err)
+	}
+	return nil
+}
+
 // shownTargetColor is the colour the target has after the clicks so far.
 func (d *desktop) shownTargetColor() color.RGBA {
 	d.mu.Lock()

@@ -42,6 +42,9 @@ func (b *sizeBench) measureMemory(ctx context.Context, n int) (Memory, error) {
 		return m, err
 	}
 	for range n {
+		if err := b.desk.change(); err != nil { // a new frame each time, as in a run
+			return m, err
+		}
 		if _, err := b.client.Screenshot(ctx); err != nil {
 			return m, err
 		}

@@ -112,14 +112,11 @@ func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr Size
 	defer b.close()
 
 	o.progress("%v: screenshots", size)
-	figs, last, err := b.measureScreenshots(ctx)
-	if err != nil {
+	if sr.Screenshot, err = b.measureScreenshots(ctx); err != nil {
 		return sr, nil, err
 	}
-	sr.Screenshot = figs
-	sr.Images = []ImageCost{
-		imageCost("native", last.native.Transform.Image.W, last.native.Transform.Image.H, len(last.native.PNG)),
-		imageCost(fitViewString, last.fit.Transform.Image.W, last.fit.Transform.Image.H, len(last.fit.PNG)),
+	if sr.Images, err = b.measureViews(ctx); err != nil {
+		return sr, nil, err
 	}
 	o.progress("%v: agentd memory over %d screenshots", size, memoryShots)
 	if sr.Memory, err = b.measureMemory(ctx, memoryShots); err != nil {

@@ -48,7 +48,7 @@ func TestRunShortBench(t *testing.T) {
 	saneCount := func(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 
 	want := map[string]bool{
-		idShotNative: false, idShotFit: false, idCapture: false, idScale: false, idEncode: false, idEncodeFit: false,
+		idShotNative: false, idShotFit: false, idShotSame: false, idCapture: false, idScale: false, idEncode: false, idEncodeFit: false,
 		idScrot: true, idImport: true, idKbinaniPNG: true, idKbinani: true, idRobotgoPNG: true, idRobotgo: true,
 		idWait: false, idEffect: false,
 		idClick: false, idMove: false, idKeypress: false, idType: false,
@@ -95,7 +95,7 @@ func TestRunShortBench(t *testing.T) {
 		t.Fatalf("sizes %d, input size %q", len(back.Sizes), back.InputSize)
 	}
 	s := back.Sizes[0]
-	if len(s.Images) != 2 {
+	if len(s.Images) != len(views) {
 		t.Fatalf("images %+v", s.Images)
 	}
 	for _, c := range s.Images {
