@@ -90,6 +90,8 @@ const (
 	// EventScreenshot: the screenshot answering a call was taken
 	// (Screenshot, Duration).
 	EventScreenshot EventKind = "screenshot"
+	// EventCode: a code call finished (CallID, Code, Duration).
+	EventCode EventKind = "code"
 	// EventFinal: the model's final message (Message).
 	EventFinal EventKind = "final"
 )
@@ -114,6 +116,7 @@ type Event struct {
 	Action     *ActionEvent     `json:"action,omitempty"`
 	Approval   *ApprovalEvent   `json:"approval,omitempty"`
 	Screenshot *ScreenshotEvent `json:"screenshot,omitempty"`
+	Code       *CodeEvent       `json:"code,omitempty"`
 	// Message is the final message (EventFinal).
 	Message string `json:"message,omitempty"`
 }

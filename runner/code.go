@@ -1,0 +1,212 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// CodeToolName is the function tool of code mode (SPEC §8).
+const CodeToolName = "exec_py"
+
+// ApprovalCode is what an ApprovalError refused when BeforeCode did not
+// approve a code call.
+const ApprovalCode = "code"
+
+// DefaultCodeDescription tells the model what code mode offers, after the
+// source document's.
+const DefaultCodeDescription = "Run Python in a persistent desktop. Variables persist across calls. " +
+	"PyAutoGUI operations are synchronous. Available: pyautogui, time, log(value), and display(PIL_image). " +
+	"Inspect the screen with display(pyautogui.screenshot()) before acting. Use screenshot coordinates " +
+	"and check the screen after a short group of actions. Keep screenshots in memory and PyAutoGUI's " +
+	"fail-safe enabled. A call that runs past its time limit is stopped, and its variables are lost: " +
+	"the output says so."
+
+// CodeRunner runs Python in the guest's code worker; *guest.Client is one
+// (agentd --code).
+type CodeRunner interface {
+	Exec(ctx context.Context, code string, deadline time.Duration) (wire.ExecResult, error)
+}
+
+// CodeCallInfo is what BeforeCode is shown: its own copy.
+type CodeCallInfo struct {
+	CallID string
+	Code   string
+}
+
+// CodeOptions configure the code tool.
+type CodeOptions struct {
+	// Deadline bounds each call (0: agentd's default, 60 s).
+	Deadline time.Duration
+	// BeforeCode, if set, is asked before each call runs, with the code;
+	// only exactly true approves, anything else stops the run before the
+	// call runs.
+	BeforeCode func(ctx context.Context, call CodeCallInfo) (any, error)
+	// Description replaces DefaultCodeDescription.
+	Description string
+}
+
+// CodeEvent describes a finished code call (EventCode). It carries no code
+// and no output, only their size.
+type CodeEvent struct {
+	Lines       int    `json:"lines"`
+	OutputBytes int    `json:"output_bytes"`
+	Images      int    `json:"images"`
+	Raised      bool   `json:"raised"`
+	Fresh       bool   `json:"fresh_namespace"`
+	Lost        bool   `json:"namespace_lost"`
+	Stopped     string `json:"stopped,omitempty"`
+}
+
+// NewCodeTool returns the exec_py function tool over r: the model's code
+// runs in the guest, and each call is answered with its text and its
+// images at detail "original".
+func NewCodeTool(r CodeRunner, opts CodeOptions) Tool {
+	if opts.Description == "" {
+		opts.Description = DefaultCodeDescription
+	}
+	return &codeTool{r: r, opts: opts}
+}
+
+type codeTool struct {
+	r     CodeRunner
+	opts  CodeOptions
+	calls int // calls run so far, so a fresh namespace after the first is news
+}
+
+func (c *codeTool) Params() []responses.ToolUnionParam {
+	return []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{
+		Name:        CodeToolName,
+		Description: openai.String(c.opts.Description),
+		Strict:      openai.Bool(true),
+		Parameters: map[string]any{
+			"type":                 "object",
+			"properties":           map[string]any{"code": map[string]any{"type": "string"}},
+			"required":             []string{"code"},
+			"additionalProperties": false,
+		},
+	}}}
+}
+
+func (c *codeTool) Claims(item responses.ResponseOutputItemUnion) bool {
+	return item.Type == "function_call" && item.Name == CodeToolName
+}
+
+// Prepare reads the arguments strictly: one object with exactly a string
+// "code".
+func (c *codeTool) Prepare(_ *Step, item responses.ResponseOutputItemUnion) (Call, error) {
+	fc := item.AsFunctionCall()
+	var args struct {
+		Code *string `json:"code"`
+	}
+	dec := json.NewDecoder(strings.NewReader(fc.Arguments))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&args)
+	if err == nil && dec.More() {
+		err = errors.New("text after the arguments object")
+	}
+	if err == nil && args.Code == nil {
+		err = errors.New(`missing "code"`)
+	}
+	if err != nil {
+		return nil, &BadInputError{CallID: fc.CallID, Index: -1, Err: fmt.Errorf("%s arguments: %w", CodeToolName, err)}
+	}
+	return &codeCall{tool: c, callID: fc.CallID, code: *args.Code}, nil
+}
+
+type codeCall struct {
+	tool   *codeTool
+	callID string
+	code   string
+}
+
+func (p *codeCall) CallID() string { return p.callID }
+
+func (p *codeCall) Approve(ctx context.Context, s *Step) error {
+	f := p.tool.opts.BeforeCode
+	if f == nil {
+		return nil
+	}
+	summary := fmt.Sprintf("%s, %d lines", CodeToolName, lines(p.code))
+	s.Event(Event{Kind: EventApprovalAsked, CallID: p.callID, Approval: &ApprovalEvent{Kind: ApprovalCode, Index: -1, Summary: summary}})
+	info := CodeCallInfo{CallID: p.callID, Code: p.code}
+	ok, reason, err := approval(func() (any, error) { return f(ctx, info) })
+	return answered(ctx, s, ok, reason, err,
+		&ApprovalError{Kind: ApprovalCode, CallID: p.callID, Index: -1, Subject: summary},
+		&ApprovalEvent{Kind: ApprovalCode, Index: -1, Summary: summary})
+}
+
+func (p *codeCall) Execute(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
+	var zero responses.ResponseInputItemUnionParam
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("cancelled before call %s: %w", p.callID, err)
+	}
+	s.Attempted(p.callID)
+	start := time.Now()
+	res, err := p.tool.r.Exec(ctx, p.code, p.tool.opts.Deadline)
+	took := time.Since(start)
+	first := p.tool.calls == 0
+	p.tool.calls++
+	if err != nil {
+		return zero, fmt.Errorf("call %s (%s): %w", p.callID, CodeToolName, err)
+	}
+	s.Event(Event{Kind: EventCode, CallID: p.callID, Duration: Duration(took), Code: &CodeEvent{
+		Lines: lines(p.code), OutputBytes: len(res.Output), Images: len(res.Images), Raised: res.Traceback != "",
+		Fresh: res.FreshNamespace, Lost: res.NamespaceLost, Stopped: res.Stopped}})
+	content := responses.ResponseFunctionCallOutputItemListParam{{OfInputText: &responses.ResponseInputTextContentParam{Text: CodeOutputText(res, first)}}}
+	for _, im := range res.Images {
+		content = append(content, responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{
+			ImageURL: openai.String("data:image/png;base64," + base64.StdEncoding.EncodeToString(im.PNG)),
+			Detail:   responses.ResponseInputImageContentDetailOriginal,
+		}})
+	}
+	s.Completed(p.callID)
+	return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+		CallID: openai.String(p.callID),
+		Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfResponseFunctionCallOutputItemArray: content},
+	}}, nil
+}
+
+// CodeOutputText is what the model reads of a code call: the output, the
+// traceback, and what happened to the namespace. first says whether the
+// call was the run's first (whose namespace is fresh as a matter of course).
+func CodeOutputText(res wire.ExecResult, first bool) string {
+	var b bytes.Buffer
+	if res.FreshNamespace && !first {
+		b.WriteString("[this call ran in a fresh namespace: the variables of earlier calls are gone]\n")
+	}
+	b.WriteString(res.Output)
+	if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
+		b.WriteByte('\n')
+	}
+	if res.Traceback != "" {
+		b.WriteString(res.Traceback)
+	}
+	if len(res.Released) > 0 {
+		fmt.Fprintf(&b, "[released at the end of the call: %s]\n", strings.Join(res.Released, ", "))
+	}
+	if res.NamespaceLost {
+		b.WriteString("[the namespace is lost: the next call starts with no variables]\n")
+	}
+	if b.Len() == 0 {
+		b.WriteString("[no output]\n")
+	}
+	return b.String()
+}
+
+func lines(code string) int {
+	if code == "" {
+		return 0
+	}
+	return strings.Count(strings.TrimRight(code, "\n"), "\n") + 1
+}
