@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,80 +13,17 @@ import (
 
 	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/exercise"
-	"github.com/agentd-dev/agentd/guest"
-	"github.com/agentd-dev/agentd/internal/agentdtest"
-	"github.com/agentd-dev/agentd/internal/prereq"
-	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/internal/browsertest"
 )
 
-const testToken = "browser-e2e-token-0123456789abcdef"
-
-// guestBrowser is the real agentd --browser on a private Xvfb, dialled
-// through the guest client: the Chromium driver as the host sees it.
-type guestBrowser struct {
-	client *guest.Client
-	driver browser.Driver
-}
-
-func startGuestBrowser(t *testing.T) *guestBrowser {
+// startGuestBrowser is the guest's Chromium driver as the host sees it.
+func startGuestBrowser(t *testing.T) browser.Driver {
 	t.Helper()
-	prereq.Programs(t, prereq.X, "chromium")
-	bin := agentdtest.Binary(t)
-	x := xvfbtest.Start(t, 1440, 900)
-	dir := t.TempDir()
-	tokenFile, addrFile := filepath.Join(dir, "token"), filepath.Join(dir, "addr")
-	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--display", x.Display, "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--addr-file", addrFile, "--browser"}
-	if os.Geteuid() == 0 {
-		// Chromium refuses root with its sandbox on.
-		args = append(args, "--browser-user", "nobody")
-	}
-	cmd := exec.Command(bin, args...)
-	out := &agentdtest.SyncBuffer{}
-	cmd.Stderr = out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	var addr string
-	for deadline := time.Now().Add(time.Minute); addr == ""; {
-		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
-			addr = strings.TrimSpace(string(b))
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("agentd exited at start:\n%s", out)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentd did not start:\n%s", out)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := guest.Dial(ctx, addr, testToken)
+	d, err := browsertest.StartGuest(t).Browser()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	d, err := c.Browser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &guestBrowser{client: c, driver: d}
+	return d
 }
 
 // output is a browser call's output as the model reads it.
@@ -163,15 +97,7 @@ func toolset(t *testing.T, d browser.Driver, confirm browser.ConfirmFunc, origin
 	return ts
 }
 
-func formServer(t *testing.T) *exercise.RecordServer {
-	t.Helper()
-	srv, err := exercise.NewRecordServer(filepath.Join(t.TempDir(), "records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
-}
+func formServer(t *testing.T) *exercise.RecordServer { return browsertest.FormServer(t) }
 
 func origin(u string) string { return strings.TrimSuffix(u, "/") }
 
@@ -179,9 +105,9 @@ func origin(u string) string { return strings.TrimSuffix(u, "/") }
 // and click through agentd's websocket into Chromium; the server's record
 // is exactly what the calls said.
 func TestGuestBrowserFillsForm(t *testing.T) {
-	g := startGuestBrowser(t)
+	d := startGuestBrowser(t)
 	srv := formServer(t)
-	ts := toolset(t, g.driver, allowAll, origin(srv.URL()))
+	ts := toolset(t, d, allowAll, origin(srv.URL()))
 
 	if o := call(t, ts, "navigate", map[string]any{"url": srv.URL(), "tab_id": nil}); !o.OK {
 		t.Fatalf("navigate: %+v", o)
@@ -217,9 +143,9 @@ func TestGuestBrowserFillsForm(t *testing.T) {
 // TestGuestBrowserStaleRef: a ref read before a navigation gets a
 // BrowserError the model reads, and nothing is clicked.
 func TestGuestBrowserStaleRef(t *testing.T) {
-	g := startGuestBrowser(t)
+	d := startGuestBrowser(t)
 	srv := formServer(t)
-	ts := toolset(t, g.driver, allowAll, origin(srv.URL()))
+	ts := toolset(t, d, allowAll, origin(srv.URL()))
 	call(t, ts, "navigate", map[string]any{"url": srv.URL(), "tab_id": nil})
 	r := refs(t, call(t, ts, "read_page", map[string]any{"filter": "all", "tab_id": nil}))
 	call(t, ts, "navigate", map[string]any{"url": srv.URL(), "tab_id": nil})
@@ -240,12 +166,12 @@ func TestGuestBrowserStaleRef(t *testing.T) {
 // allowed one is refused by the policy before confirm is asked, and the
 // page stays.
 func TestGuestBrowserURLPolicyLookalike(t *testing.T) {
-	g := startGuestBrowser(t)
+	d := startGuestBrowser(t)
 	srv := formServer(t)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(origin(srv.URL()), "http://"))
 	allowed := "http://localhost:" + port
 	var confirms atomic.Int32
-	ts := toolset(t, g.driver, func(context.Context, browser.ConsentRequest) (any, error) {
+	ts := toolset(t, d, func(context.Context, browser.ConsentRequest) (any, error) {
 		confirms.Add(1)
 		return true, nil
 	}, allowed)
@@ -271,10 +197,10 @@ func TestGuestBrowserURLPolicyLookalike(t *testing.T) {
 // TestGuestBrowserConfirmStringTrue: confirm answering the string "true"
 // refuses; the click does not happen.
 func TestGuestBrowserConfirmStringTrue(t *testing.T) {
-	g := startGuestBrowser(t)
+	d := startGuestBrowser(t)
 	srv := formServer(t)
 	answer := any(true)
-	ts := toolset(t, g.driver, func(context.Context, browser.ConsentRequest) (any, error) { return answer, nil }, origin(srv.URL()))
+	ts := toolset(t, d, func(context.Context, browser.ConsentRequest) (any, error) { return answer, nil }, origin(srv.URL()))
 	call(t, ts, "navigate", map[string]any{"url": srv.URL(), "tab_id": nil})
 	r := refs(t, call(t, ts, "read_page", map[string]any{"filter": "all", "tab_id": nil}))
 	call(t, ts, "type", map[string]any{"text": "Ann", "target": r["Name"], "tab_id": nil})
@@ -301,7 +227,7 @@ func TestGuestBrowserConfirmStringTrue(t *testing.T) {
 // TestGuestBrowserTitleTruncation: a title one byte over the limit whose
 // last character is two bytes is cut before that character, not in it.
 func TestGuestBrowserTitleTruncation(t *testing.T) {
-	g := startGuestBrowser(t)
+	d := startGuestBrowser(t)
 	title := strings.Repeat("a", browser.MaxTitleBytes-1) + "é" + "tail"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -314,7 +240,7 @@ func TestGuestBrowserTitleTruncation(t *testing.T) {
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { hs.Close() })
 	page := "http://" + ln.Addr().String()
-	ts := toolset(t, g.driver, allowAll, page)
+	ts := toolset(t, d, allowAll, page)
 	o := call(t, ts, "navigate", map[string]any{"url": page + "/", "tab_id": nil})
 	if !o.OK || o.State == nil || len(o.State.Tabs) != 1 {
 		t.Fatalf("navigate: %+v", o)

@@ -1,0 +1,96 @@
+// Package browsertest starts what tests of the browser toolset run
+// against: the real agentd --browser (Chromium on a private Xvfb) dialled
+// through the guest client, and the exercise's pickup form server.
+package browsertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
+	"github.com/agentd-dev/agentd/internal/xvfbtest"
+)
+
+const token = "browser-test-token-0123456789abcdef"
+
+// StartGuest runs agentd --browser on a private 1440×900 Xvfb and returns a
+// connected client. As root, Chromium runs as nobody (it refuses root with
+// its sandbox on). Everything stops when the test ends.
+func StartGuest(t *testing.T) *guest.Client {
+	t.Helper()
+	prereq.Programs(t, prereq.X, "chromium")
+	bin := agentdtest.Binary(t)
+	x := xvfbtest.Start(t, 1440, 900)
+	dir := t.TempDir()
+	tokenFile, addrFile := filepath.Join(dir, "token"), filepath.Join(dir, "addr")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--display", x.Display, "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--addr-file", addrFile, "--browser"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--browser-user", "nobody")
+	}
+	cmd := exec.Command(bin, args...)
+	out := &agentdtest.SyncBuffer{}
+	cmd.Stderr = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	var addr string
+	for deadline := time.Now().Add(time.Minute); addr == ""; {
+		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
+			addr = strings.TrimSpace(string(b))
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("agentd exited at start:\n%s", out)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agentd did not start:\n%s", out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := guest.Dial(ctx, addr, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// FormServer serves the pickup form on loopback; its records go to a
+// temporary file.
+func FormServer(t *testing.T) *exercise.RecordServer {
+	t.Helper()
+	srv, err := exercise.NewRecordServer(filepath.Join(t.TempDir(), "records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// Origin is a form server's origin (its URL without the trailing slash).
+func Origin(srv *exercise.RecordServer) string { return strings.TrimSuffix(srv.URL(), "/") }
