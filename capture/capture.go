@@ -76,6 +76,7 @@ type Capturer struct {
 	closed bool
 	x      *xconn // X11 methods; nil while disconnected
 	img    *image.RGBA
+	conv   converter
 	// current: img holds the screen as the server showed it after the
 	// last reset of x's damage, so without a DamageNotify since then it
 	// is still the screen.
@@ -251,7 +252,7 @@ func (c *Capturer) capture(ctx context.Context) (*image.RGBA, error) {
 			return nil, fmt.Errorf("capture: short image from %s: %d bytes, want %d", c.display, len(src), n)
 		}
 		img, fresh := c.buffer(x.w, x.h)
-		if bgrxToRGBA(img.Pix, src[:n]) || fresh || r.cursor != nil {
+		if c.conv.convert(img.Pix, src[:n]) || fresh || r.cursor != nil {
 			c.version++
 		}
 		if r.cursor != nil {

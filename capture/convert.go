@@ -1,6 +1,12 @@
 package capture
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/agentd-dev/agentd/internal/workpool"
+)
 
 // bgrxToRGBA converts X11 ZPixmap pixels (32 bits, little-endian: bytes B, G,
 // R, pad) to RGBA with alpha forced to 255 (the pad byte is undefined). It
@@ -45,4 +51,40 @@ func bgrxToRGBA(dst, src []byte) (changed bool) {
 		src, dst = src[4:], dst[4:]
 	}
 	return diff != 0
+}
+
+// converter runs bgrxToRGBA over a whole frame in bands on up to
+// runtime.GOMAXPROCS(0) goroutines (internal/workpool), started for each
+// call and waited for: the pass is bound by memory bandwidth, which one
+// core does not use up.
+type converter struct {
+	pool     workpool.Pool
+	dst, src []byte
+	changed  atomic.Bool
+}
+
+// convertBand is the bytes of one band: 256 KiB, about 45 rows at 1440
+// wide, so both workers keep busy when another process takes a core.
+const convertBand = 256 << 10
+
+// convert is bgrxToRGBA on the whole frame.
+func (c *converter) convert(dst, src []byte) (changed bool) {
+	bands := (len(src) + convertBand - 1) / convertBand
+	c.dst, c.src = dst, src
+	c.changed.Store(false)
+	c.pool.Run(min(runtime.GOMAXPROCS(0), bands), bands, (*convertJob)(c))
+	c.dst, c.src = nil, nil
+	return c.changed.Load()
+}
+
+// convertJob is a converter as the workpool.Job of its current call: one
+// unit is one band.
+type convertJob converter
+
+func (j *convertJob) Do(_, band int) {
+	lo := band * convertBand
+	hi := min(lo+convertBand, len(j.src))
+	if bgrxToRGBA(j.dst[lo:hi], j.src[lo:hi]) {
+		j.changed.Store(true)
+	}
 }

@@ -30,11 +30,45 @@ func TestBGRXToRGBA(t *testing.T) {
 	}
 }
 
+// TestConvertChanged: the whole-frame conversion is bgrxToRGBA's, and it
+// reports a change wherever in the frame it is, even one byte in the last
+// band.
+func TestConvertChanged(t *testing.T) {
+	src := make([]byte, 1440*900*4+8) // a partial last band
+	for i := range src {
+		src[i] = byte(i * 13)
+	}
+	want := make([]byte, len(src))
+	bgrxToRGBA(want, src)
+	var c converter
+	dst := make([]byte, len(src))
+	if !c.convert(dst, src) || string(dst) != string(want) {
+		t.Fatal("first conversion: not changed, or not bgrxToRGBA's pixels")
+	}
+	if c.convert(dst, src) {
+		t.Fatal("the same frame again: changed")
+	}
+	for _, at := range []int{0, convertBand + 5, len(src) - 2} {
+		src[at]++
+		if !c.convert(dst, src) {
+			t.Fatalf("a byte changed at %d: not reported", at)
+		}
+	}
+}
+
 func BenchmarkBGRXToRGBA(b *testing.B) {
 	src := make([]byte, 1440*900*4)
 	dst := make([]byte, len(src))
 	b.SetBytes(int64(len(src)))
-	for b.Loop() {
-		bgrxToRGBA(dst, src)
-	}
+	b.Run("serial", func(b *testing.B) {
+		for b.Loop() {
+			bgrxToRGBA(dst, src)
+		}
+	})
+	b.Run("bands", func(b *testing.B) {
+		var c converter
+		for b.Loop() {
+			c.convert(dst, src)
+		}
+	})
 }
