@@ -34,6 +34,9 @@ type RunConfig struct {
 	// Remote, if set, starts the desktop in a Docker or VM guest instead of
 	// a local one.
 	Remote StartRemote
+	// Code runs the exercise in code mode: the scripted model writes
+	// Python (exec_py) instead of computer calls; local guests only.
+	Code bool
 }
 
 // Report is what an exercise run did and found.
@@ -63,6 +66,9 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		cfg.RecordDir = "runs"
 	}
 	rep := &Report{}
+	if cfg.Code && cfg.Remote != nil {
+		return nil, errors.New("exercise: code mode runs on a local guest only so far: the docker and vm guests do not start agentd with --code yet")
+	}
 
 	root, err := local.StateRoot()
 	if err != nil {
@@ -78,7 +84,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	if cfg.Remote != nil {
 		g, err = upRemote(ctx, cfg.Remote, work, out)
 	} else {
-		g, err = upLocal(ctx, cfg.AgentdPath, work, out)
+		g, err = upLocal(ctx, cfg, work, out)
 	}
 	if err != nil {
 		return nil, err
@@ -93,7 +99,11 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	}()
 	fmt.Fprintf(out, "guest up: %s, agentd at %s (%s)\n", g.describe, g.addr, rep.GuestUp.Round(time.Millisecond))
 
-	if err := drive(ctx, g.addr, g.tokenFile, out, cfg, rep); err != nil {
+	drives := drive
+	if cfg.Code {
+		drives = driveCode
+	}
+	if err := drives(ctx, g.addr, g.tokenFile, out, cfg, rep); err != nil {
 		return rep, err
 	}
 	records, note, err := g.results(ctx)
@@ -116,14 +126,17 @@ type exerciseGuest struct {
 	down      func(context.Context) error
 }
 
-func upLocal(ctx context.Context, agentdPath, work string, out io.Writer) (*exerciseGuest, error) {
+func upLocal(ctx context.Context, cfg RunConfig, work string, out io.Writer) (*exerciseGuest, error) {
 	desk, err := Prepare(Config{Dir: filepath.Join(work, "desktop")})
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "starting the exercise desktop (Xvfb, openbox, Firefox ESR, mousepad, agentd)…\n")
-	lcfg := local.Config{StateDir: filepath.Join(work, "guest"), AgentdPath: agentdPath}
+	lcfg := local.Config{StateDir: filepath.Join(work, "guest"), AgentdPath: cfg.AgentdPath}
 	desk.Configure(&lcfg)
+	if cfg.Code {
+		lcfg.AgentdArgs = append(lcfg.AgentdArgs, "--code")
+	}
 	g, err := local.Up(ctx, lcfg)
 	if err != nil {
 		desk.Close()

@@ -22,13 +22,17 @@ func runExercise(ctx context.Context, args []string) error {
 	backend := fs.String("guest", "local", "where the exercise desktop runs: local, docker (a fresh container) or vm (a fresh Lima VM); removed afterwards")
 	recordDir := fs.String("record-dir", "runs", "parent folder of the run record")
 	agentdPath := fs.String("agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")
+	mode := fs.String("mode", "computer", "computer: the scripted model uses the computer tool; code: it writes Python (exec_py, local guest)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	cfg := exercise.RunConfig{Out: os.Stdout, RecordDir: *recordDir, AgentdPath: *agentdPath}
+	if *mode != "computer" && *mode != "code" {
+		return fmt.Errorf("--mode %q: use computer or code", *mode)
+	}
+	cfg := exercise.RunConfig{Out: os.Stdout, RecordDir: *recordDir, AgentdPath: *agentdPath, Code: *mode == "code"}
 	switch *backend {
 	case "local":
 		if runtime.GOOS != "linux" {

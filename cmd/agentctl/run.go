@@ -48,8 +48,9 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	recordDir := fs.String("record-dir", "runs", "folder under which each run writes its record, <timestamp>-<id>/")
 	viewSize := fs.String("view", "1280x800", "the model sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
 	network := fs.Bool("network", false, "with --guest docker: give the container a network (default none)")
+	mode := fs.String("mode", "computer", "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
+		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
 --guest docker runs it in a fresh container (Firefox ESR and Mousepad, no
@@ -76,6 +77,8 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
 	case *network && g.addr != "docker":
 		return errors.New("--network is for --guest docker")
+	case *mode != "computer" && *mode != "code":
+		return fmt.Errorf("--mode %q: use computer or code", *mode)
 	}
 	view, err := parseView(*viewSize, "", true)
 	if err != nil {
@@ -114,11 +117,9 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 	})
 	fmt.Fprintf(stdout, "run record: %s\n", dir)
 
-	ts := runner.New(openai.NewClient(), conn)
-	defer ts.Close()
 	approver := runner.NewTerminalApprover(stdin, stderr)
 	show := progress{w: stdout}
-	res, runErr := ts.Run(ctx, runner.RunOptions{
+	opts := runner.RunOptions{
 		Model:    *model,
 		Input:    task,
 		MaxSteps: *maxSteps,
@@ -130,7 +131,16 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 			},
 		},
 		OnDiagnostic: rec.Diagnostic,
-	})
+	}
+	var res *runner.RunResult
+	var runErr error
+	if *mode == "code" {
+		res, runErr = runCode(ctx, conn, opts)
+	} else {
+		ts := runner.New(openai.NewClient(), conn)
+		defer ts.Close()
+		res, runErr = ts.Run(ctx, opts)
+	}
 	recErr := rec.Finish(res, runErr)
 	if recErr != nil {
 		fmt.Fprintf(stderr, "warning: the run record is incomplete: %v\n", recErr)
@@ -214,6 +224,16 @@ func (p progress) event(e runner.Event) {
 			return
 		}
 		fmt.Fprintf(p.w, "  %-40s %s\n", runner.Printable(e.Action.Summary), round(e.Duration))
+	case runner.EventCode:
+		c := e.Code
+		what := fmt.Sprintf("exec_py %d lines: %d B output, %d images", c.Lines, c.OutputBytes, c.Images)
+		if c.Raised {
+			what += ", raised"
+		}
+		if c.Lost {
+			what += ", namespace lost (" + c.Stopped + ")"
+		}
+		fmt.Fprintf(p.w, "  %-40s %s\n", what, round(e.Duration))
 	case runner.EventScreenshot:
 		img := e.Screenshot.Transform.Image
 		fmt.Fprintf(p.w, "  %-40s %s\n", fmt.Sprintf("screenshot %dx%d, %d KB", img.W, img.H, (e.Screenshot.Bytes+1023)/1024), round(e.Duration))

@@ -434,6 +434,12 @@ def sleep(seconds):
     _time.sleep(seconds)
 
 
+def settle():
+    """agentd's addition: returns once the screen has stopped changing (or
+    after a few seconds), as the computer tool's wait action does."""
+    _agentd.call({"op": "act", "action": {"type": "wait"}, "failsafe": False})
+
+
 def countdown(seconds):
     for i in range(seconds, 0, -1):
         print(str(i), end=" ", flush=True)

@@ -1,0 +1,161 @@
+package exercise
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// CodeScript is the scripted model of code mode: the same task in Python
+// over three exec_py calls. The first defines a helper and the values, the
+// second fills and submits the form with them, the third writes and saves
+// the note held in a variable of the first. Coordinates are in the image
+// space of ModelView, as a model reads them off display(screenshot()).
+func CodeScript() ([]respserver.Turn, error) {
+	t, err := scaling.New(scaling.Size{W: ScreenWidth, H: ScreenHeight}, nil, ModelView.Width, ModelView.Height, true)
+	if err != nil {
+		return nil, err
+	}
+	var firstErr error
+	at := func(sx, sy int) string {
+		x, y, err := t.ToImage(sx, sy)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		return fmt.Sprintf("%d, %d", x, y)
+	}
+	call := func(code string) respserver.Turn {
+		args, _ := json.Marshal(map[string]string{"code": code})
+		return respserver.Items(respserver.FunctionCall(runner.CodeToolName, string(args)))
+	}
+	turns := []respserver.Turn{
+		call(fmt.Sprintf(`name = %q
+date = %q
+note = %q
+
+def fill(x, y, text):
+    pyautogui.click(x, y)
+    pyautogui.write(text)
+
+display(pyautogui.screenshot())
+log("screen", pyautogui.size())
+`, PickupName, PickupDate, NoteText)),
+		call(fmt.Sprintf(`fill(%s, name)
+fill(%s, date)
+pyautogui.click(%s)  # the Afternoon slot
+pyautogui.click(%s)  # fragile
+pyautogui.click(%s)  # submit
+pyautogui.settle()
+display(pyautogui.screenshot())
+`, at(NameFieldX, NameFieldY), at(DateFieldX, DateFieldY), at(SlotOptionX, SlotAfternoonY), at(FragileX, FragileY), at(SubmitX, SubmitY))),
+		// The window manager moves the focus asynchronously: settle first.
+		call(fmt.Sprintf(`pyautogui.click(%s)
+pyautogui.settle()
+pyautogui.write(note)
+pyautogui.hotkey("ctrl", "s")
+pyautogui.settle()
+log("saved", len(note), "characters for", name)
+`, at(EditorTextX, EditorTextY))),
+		respserver.Final("The pickup is booked and the note is saved."),
+	}
+	if firstErr != nil {
+		return nil, fmt.Errorf("exercise code script: %w", firstErr)
+	}
+	return turns, nil
+}
+
+// driveCode runs the code-mode script against the guest through the
+// runner's exec_py tool. A call that raised or lost its namespace fails the
+// exercise: the later calls depend on the first one's variables.
+func driveCode(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunConfig, rep *Report) error {
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return fmt.Errorf("exercise: token: %w", err)
+	}
+	client, err := guest.Dial(ctx, addr, strings.TrimSpace(string(token)))
+	if err != nil {
+		return fmt.Errorf("exercise: %w", err)
+	}
+	defer client.Close()
+	client.SetView(wire.View{Width: ModelView.Width, Height: ModelView.Height, Fit: true})
+	if _, err := client.Screenshot(ctx); err != nil {
+		return fmt.Errorf("exercise: set the view: %w", err)
+	}
+	turns, err := CodeScript()
+	if err != nil {
+		return err
+	}
+	model, baseURL := respserver.Start(turns...)
+	defer model.Close()
+	api := openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey("no-key-needed"))
+	record, err := runner.CreateRecord(filepath.Join(cfg.RecordDir, time.Now().Format("20060102-150405")+"-exercise-code"))
+	if err != nil {
+		return err
+	}
+	rep.RecordDir = record.Dir()
+
+	var bad []string
+	var lastRequest time.Time
+	tool := runner.NewCodeTool(client, runner.CodeOptions{BeforeCode: func(_ context.Context, c runner.CodeCallInfo) (any, error) {
+		rep.BeforeAction++
+		fmt.Fprintf(out, "  before_code %s: %d bytes of Python → approved\n", c.CallID, len(c.Code))
+		return true, nil
+	}})
+	res, runErr := runner.NewRunner(api).Run(ctx, runner.RunOptions{
+		Model:    "computer-use-exercise-code",
+		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile, then note it in the editor and save.",
+		MaxSteps: len(turns) + 1,
+		Tools:    []runner.Tool{tool},
+		CallOptions: runner.CallOptions{OnEvent: func(ev runner.Event) {
+			record.Event(ev)
+			switch ev.Kind {
+			case runner.EventRequest:
+				if !lastRequest.IsZero() {
+					rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
+				}
+				lastRequest = ev.Time
+				fmt.Fprintf(out, "step %d/%d\n", ev.Step, ev.MaxSteps)
+			case runner.EventCode:
+				rep.Actions++
+				c := ev.Code
+				fmt.Fprintf(out, "  exec_py %d lines: %d bytes of output, %d images, %s\n", c.Lines, c.OutputBytes, c.Images, time.Duration(ev.Duration).Round(time.Millisecond))
+				if c.Raised || c.Lost {
+					bad = append(bad, fmt.Sprintf("call %s raised=%v namespace lost=%v", ev.CallID, c.Raised, c.Lost))
+				}
+			case runner.EventFinal:
+				rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
+				fmt.Fprintf(out, "final message: %s\n", ev.Message)
+			}
+		}},
+		OnDiagnostic: record.Diagnostic,
+	})
+	if err := record.Finish(res, runErr); err != nil {
+		fmt.Fprintf(out, "warning: run record: %v\n", err)
+	}
+	if runErr != nil {
+		return fmt.Errorf("exercise: run: %w", runErr)
+	}
+	rep.Steps, rep.Usage, rep.RunTime = res.Steps, res.Usage, res.Duration
+	if err := model.Err(); err != nil {
+		return fmt.Errorf("exercise: the model server saw a bad request: %w", err)
+	}
+	if len(bad) > 0 {
+		return errors.New("exercise: code calls failed: " + strings.Join(bad, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+package exercise
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
+)
+
+// TestCodeModeExercise runs the exercise in code mode on a local guest: the
+// scripted model's three exec_py calls, the later ones using the first
+// one's helper and variables, leave the same record and saved note as the
+// native exercise, checked the same way.
+func TestCodeModeExercise(t *testing.T) {
+	requireDesktop(t)
+	if testing.Short() {
+		t.Skip("requires a full run: starts Firefox (skipped with -short)")
+	}
+	if err := exec.Command("/usr/bin/python3", "-I", "-c", "import PIL.Image").Run(); err != nil {
+		prereq.Missing(t, prereq.X, "code mode needs /usr/bin/python3 with PIL (apt-get install python3 python3-pil): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	rep, err := Run(ctx, RunConfig{Out: &out, RecordDir: t.TempDir(), AgentdPath: agentdtest.Binary(t), Code: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if rep.Steps != 4 || rep.Actions != 3 || rep.BeforeAction != 3 {
+		t.Fatalf("steps %d, code calls %d, approvals %d; want 4, 3, 3\n%s", rep.Steps, rep.Actions, rep.BeforeAction, out.String())
+	}
+}
