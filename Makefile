@@ -16,14 +16,15 @@ deps: ## Install the Debian packages and Go modules the build, tests and exercis
 	./scripts/install-deps.sh
 
 .PHONY: build
-build: deps ## Build agentd (cgo, X11) and agentctl (pure Go) into ./bin.
+build: deps ## Build agentd and its bench probe (cgo, X11) and agentctl (pure Go) into ./bin.
 	@mkdir -p $(BIN)
 	CGO_ENABLED=1 $(GO) build -o $(BIN)/agentd ./cmd/agentd
+	CGO_ENABLED=1 $(GO) build -o $(BIN)/agentd-bench-probe ./cmd/agentd-bench-probe
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/agentctl ./cmd/agentctl
 
 .PHONY: test
 test: build ## Run every test (unit and integration on a private Xvfb) with -race.
-	CGO_ENABLED=0 $(GO) build ./guest/... ./runner/... ./scaling/... ./wire/... ./cmd/agentctl/...
+	CGO_ENABLED=0 $(GO) build ./actions/... ./computer/... ./executor/... ./input/... ./guest/... ./runner/... ./scaling/... ./wire/... ./cmd/agentctl/...
 	$(GO) vet ./...
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_T) ./...
 
@@ -37,13 +38,14 @@ bench: build ## Measure agentd against scrot, import, xdotool, kbinani and robot
 
 .PHONY: bench-go
 bench-go: build ## Run the Go micro-benchmarks (capture, encode, scale, input, end to end).
-	AGENTD_REQUIRE_X=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./capture/ ./scaling/ ./actions/ ./agentd/
+	AGENTD_REQUIRE_X=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./capture/ ./scaling/ ./input/xtest/ ./agentd/
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved under testdata/fuzz and fails.
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./actions/
-	$(GO) test -run '^$$' -fuzz '^FuzzExecute$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./actions/
+	$(GO) test -run '^$$' -fuzz '^FuzzExecute$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./executor/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseKey$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./actions/
+	$(GO) test -run '^$$' -fuzz '^FuzzKeysym$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./input/xtest/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./agentd/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseServerMessage$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./guest/
 	$(GO) test -run '^$$' -fuzz '^FuzzToScreen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scaling/
@@ -63,7 +65,7 @@ SOAK ?= 100
 .PHONY: reliability
 reliability: build ## Run the fault, security and soak tests (SOAK=N), then every fuzz target for 10s.
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) AGENTD_SOAK=$(SOAK) $(GO) test $(GOFLAGS_T) -timeout 30m -v \
-		-run '$(RELIABILITY_RUN)' ./agentd/ ./actions/ ./cmd/agentd/ ./runner/ ./respserver/ > $(BIN)/reliability.log 2>&1; \
+		-run '$(RELIABILITY_RUN)' ./agentd/ ./executor/ ./input/xtest/ ./cmd/agentd/ ./runner/ ./respserver/ > $(BIN)/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |FAIL|ok|panic)|soak:' $(BIN)/reliability.log; \
 		[ $$status -eq 0 ] || { echo "make reliability: tests failed, see $(BIN)/reliability.log"; exit $$status; }
 	$(MAKE) fuzz FUZZTIME=10s

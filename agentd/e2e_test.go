@@ -17,7 +17,9 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/capture"
+	"github.com/agentd-dev/agentd/executor"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/input/xtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/render"
@@ -60,12 +62,12 @@ func newDesktopServer(tb testing.TB, w, h int, logf func(string, ...any)) *deskt
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { screen.Close() })
-	input, err := actions.NewRobotgoInput(x.Display)
+	input, err := xtest.Open(x.Display)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { input.Close() })
-	exec := actions.NewExecutor(input, actions.ExecOptions{Frames: screen})
+	exec := executor.New(input, executor.Options{Frames: screen})
 	srv, err := New(Config{Token: []byte(testToken), Screen: screen, Imager: &render.Renderer{Frames: screen}, Exec: exec, Logf: logf,
 		InputCheck: func(context.Context) error { _, _, err := input.ScreenSize(); return err }})
 	if err != nil {

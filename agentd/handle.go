@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/executor"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )
@@ -178,7 +179,7 @@ func abs(v int) int {
 	return v
 }
 
-func resultOf(i int, a actions.Action, res actions.Result, err error) wire.ActionResult {
+func resultOf(i int, a actions.Action, res executor.Result, err error) wire.ActionResult {
 	ar := wire.ActionResult{Index: i, Type: string(a.Type), OK: err == nil, DurationUS: res.Duration.Microseconds()}
 	if err != nil {
 		ar.Error = err.Error()

@@ -29,6 +29,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/codeexec"
+	"github.com/agentd-dev/agentd/executor"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )
@@ -51,7 +52,7 @@ type Imager interface {
 
 // Executor performs actions in screen coordinates.
 type Executor interface {
-	Do(ctx context.Context, a actions.Action) (actions.Result, error)
+	Do(ctx context.Context, a actions.Action) (executor.Result, error)
 	ReleaseAll() error
 }
 

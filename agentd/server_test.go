@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/executor"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
@@ -87,21 +88,21 @@ type fakeExec struct {
 	started  chan actions.Action
 }
 
-func (f *fakeExec) Do(ctx context.Context, a actions.Action) (actions.Result, error) {
+func (f *fakeExec) Do(ctx context.Context, a actions.Action) (executor.Result, error) {
 	if f.started != nil {
 		f.started <- a
 	}
 	if a.Type == actions.TypeText && a.Text == "block" {
 		<-ctx.Done()
-		return actions.Result{}, ctx.Err()
+		return executor.Result{}, ctx.Err()
 	}
 	if a.Type == actions.TypeText && a.Text == "fail" {
-		return actions.Result{}, errors.New("keyboard on fire")
+		return executor.Result{}, errors.New("keyboard on fire")
 	}
 	f.mu.Lock()
 	f.done = append(f.done, a)
 	f.mu.Unlock()
-	return actions.Result{Duration: time.Millisecond}, nil
+	return executor.Result{Duration: time.Millisecond}, nil
 }
 
 func (f *fakeExec) ReleaseAll() error {

@@ -168,7 +168,9 @@ func openSizeBench(ctx context.Context, g *local.Guest, size Size, o Options) (*
 	}
 	env := append([]string{"PATH=" + path, "HOME=" + filepath.Join(g.StateDir, "home"), "TMPDIR=" + tmp, "LANG=C.UTF-8"}, g.Env()...)
 	b.shell = shell{env: env, dir: tmp}
-	if b.probe, b.probeErr = probe.Start(ctx, o.AgentdPath, env); b.probeErr != nil {
+	// The probe is built with agentd (make build) and lives next to it.
+	probePath := filepath.Join(filepath.Dir(o.AgentdPath), probe.Binary)
+	if b.probe, b.probeErr = probe.Start(ctx, probePath, env); b.probeErr != nil {
 		o.progress("%v: %v", size, b.probeErr)
 	}
 	return b, nil

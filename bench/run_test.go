@@ -28,7 +28,7 @@ func requireDesktop(t *testing.T) {
 // speed: only that everything was measured.
 func TestRunShortBench(t *testing.T) {
 	requireDesktop(t)
-	agentd := agentdtest.Binary(t)
+	agentd := agentdtest.BinaryWithBenchProbe(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Options{Sizes: []Size{{800, 600}}, Duration: MinDuration, AgentdPath: agentd})

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/executor"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -50,7 +51,7 @@ const (
 
 // Executor performs actions in screen coordinates (agentd's executor).
 type Executor interface {
-	Do(ctx context.Context, a actions.Action) (actions.Result, error)
+	Do(ctx context.Context, a actions.Action) (executor.Result, error)
 }
 
 // Holder presses and releases single keys and buttons that stay down across
@@ -116,7 +117,7 @@ func New(opts Options) (*Service, error) {
 		opts.Dir = os.TempDir()
 	}
 	if opts.ScrollPixelsPerStep <= 0 {
-		opts.ScrollPixelsPerStep = actions.DefaultScrollPixelsPerStep
+		opts.ScrollPixelsPerStep = executor.DefaultScrollPixelsPerStep
 	}
 	if opts.MaxOutputBytes <= 0 {
 		opts.MaxOutputBytes = DefaultMaxOutputBytes

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/executor"
 	"github.com/agentd-dev/agentd/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
@@ -221,8 +222,8 @@ func (s *Session) wheel(ctx context.Context, m message) error {
 	if err != nil {
 		return &errKind{"bounds", fmt.Errorf("(%d, %d) is outside the %d×%d screen", *m.X, *m.Y, t.Image.W, t.Image.H)}
 	}
-	if abs(m.StepsX) > actions.MaxWheelSteps || abs(m.StepsY) > actions.MaxWheelSteps {
-		return &errKind{"value", fmt.Errorf("at most %d wheel steps per scroll", actions.MaxWheelSteps)}
+	if abs(m.StepsX) > executor.MaxWheelSteps || abs(m.StepsY) > executor.MaxWheelSteps {
+		return &errKind{"value", fmt.Errorf("at most %d wheel steps per scroll", executor.MaxWheelSteps)}
 	}
 	per := s.svc.opts.ScrollPixelsPerStep
 	a := actions.Action{Type: actions.Scroll, X: x, Y: y, ScrollX: m.StepsX * per, ScrollY: m.StepsY * per}

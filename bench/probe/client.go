@@ -46,10 +46,10 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// Start runs `agentd bench-probe` (path is the agentd binary) with env as
-// its whole environment, and waits for its hello.
+// Start runs the probe program at path with env as its whole environment,
+// and waits for its hello.
 func Start(ctx context.Context, path string, env []string) (*Client, error) {
-	cmd := exec.Command(path, Arg)
+	cmd := exec.Command(path)
 	cmd.Env = env
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
@@ -84,14 +84,14 @@ func Start(ctx context.Context, path string, env []string) (*Client, error) {
 		return nil, fmt.Errorf("probe: waiting for hello: %w", ctx.Err())
 	case <-timer.C:
 		c.Close()
-		return nil, fmt.Errorf("probe: %s %s did not answer within %v (an agentd built before 'agentctl bench'? run 'make build')", path, Arg, helloTimeout)
+		return nil, fmt.Errorf("probe: %s did not answer within %v (run 'make build')", path, helloTimeout)
 	}
 	if r.err == nil {
 		r.err = json.Unmarshal(r.line, &c.hello)
 	}
 	if r.err != nil {
 		err := c.Close()
-		return nil, fmt.Errorf("probe: %s %s: no hello (%w): %v", path, Arg, r.err, err)
+		return nil, fmt.Errorf("probe: %s: no hello (%w): %v", path, r.err, err)
 	}
 	return c, nil
 }

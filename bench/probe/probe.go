@@ -2,8 +2,8 @@
 // outside: agentd's capture, scaling and encoding on their own, and the
 // in-process capture libraries that peers use (kbinani/screenshot, robotgo).
 //
-// `agentctl bench` starts it as `agentd bench-probe` (Arg) with the guest's
-// DISPLAY and XAUTHORITY, then asks for one measurement at a time, one JSON
+// `agentctl bench` starts it as the binary agentd-bench-probe (Binary,
+// found next to agentd) with the guest's DISPLAY and XAUTHORITY, then asks for one measurement at a time, one JSON
 // line each way over stdin and stdout. One sample per request lets the host
 // interleave these samples with its own end-to-end ones, so that all of them
 // see the same machine load.
@@ -20,8 +20,8 @@ import (
 	"time"
 )
 
-// Arg is the hidden first argument that makes agentd serve probes.
-const Arg = "bench-probe"
+// Binary is the name of the probe's program (cmd/agentd-bench-probe).
+const Binary = "agentd-bench-probe"
 
 // The probes. Capture and encode probes work on the guest's real screen.
 const (

@@ -17,24 +17,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/agentd"
-	"github.com/agentd-dev/agentd/bench/probe"
 	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/capture"
 	"github.com/agentd-dev/agentd/codeexec"
+	"github.com/agentd-dev/agentd/executor"
+	"github.com/agentd-dev/agentd/input/xtest"
 	"github.com/agentd-dev/agentd/render"
 	"github.com/agentd-dev/agentd/wire"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == probe.Arg {
-		if err := runBenchProbe(); err != nil {
-			fmt.Fprintln(os.Stderr, "agentd "+probe.Arg+":", err)
-			os.Exit(1)
-		}
-		return
-	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		os.Exit(1)
@@ -82,12 +75,12 @@ func run() error {
 		return fmt.Errorf("open display %s for capture: %w", *display, err)
 	}
 	defer screen.Close()
-	input, err := actions.NewRobotgoInput(*display)
+	input, err := xtest.Open(*display)
 	if err != nil {
 		return fmt.Errorf("open display %s for input: %w", *display, err)
 	}
 	defer input.Close()
-	exec := actions.NewExecutor(input, actions.ExecOptions{
+	exec := executor.New(input, executor.Options{
 		Frames:              screen,
 		ScrollPixelsPerStep: *scrollStep,
 		Logf:                logger.Printf,

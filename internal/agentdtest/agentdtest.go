@@ -20,21 +20,36 @@ import (
 // prerequisite of kind prereq.X: a failure wherever X is required.
 func Binary(t testing.TB) string {
 	t.Helper()
+	return program(t, "agentd", t.TempDir())
+}
+
+// BinaryWithBenchProbe is Binary with agentd-bench-probe next to it, where
+// `agentctl bench` looks for it.
+func BinaryWithBenchProbe(t testing.TB) string {
+	t.Helper()
+	p := Binary(t)
+	program(t, "agentd-bench-probe", filepath.Dir(p))
+	return p
+}
+
+// program finds $AGENTD_BIN/name, or builds cmd/name into dir.
+func program(t testing.TB, name, dir string) string {
+	t.Helper()
 	if bin := os.Getenv("AGENTD_BIN"); bin != "" {
-		p, err := filepath.Abs(filepath.Join(bin, "agentd"))
+		p, err := filepath.Abs(filepath.Join(bin, name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("AGENTD_BIN is set but has no agentd: %v", err)
+			t.Fatalf("AGENTD_BIN is set but has no %s: %v", name, err)
 		}
 		return p
 	}
-	p := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", p, "github.com/agentd-dev/agentd/cmd/agentd")
+	p := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", p, "github.com/agentd-dev/agentd/cmd/"+name)
 	build.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
-		prereq.Missing(t, prereq.X, "build agentd (cgo, X11 headers: make deps): %v\n%s", err, out)
+		prereq.Missing(t, prereq.X, "build %s (cgo, X11 headers: make deps): %v\n%s", name, err, out)
 	}
 	return p
 }

@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package actions
+package xtest
 
 import (
 	"context"
@@ -14,26 +14,29 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/executor"
+	"github.com/agentd-dev/agentd/input"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 )
 
 const waitX = 5 * time.Second
 
-// xfix is a private Xvfb with a recorder window over it and an Executor on a
-// robotgo Input.
+// xfix is a private Xvfb with a recorder window over it and an executor.Executor on a
+// robotgo input.Device.
 type xfix struct {
 	display string
 	rec     *xrecorder.Recorder
-	in      Input
-	ex      *Executor
+	in      input.Device
+	ex      *executor.Executor
 }
 
 func startX(tb testing.TB) *xfix {
 	tb.Helper()
 	x := xvfbtest.Start(tb, 800, 600)
 	rec := xrecorder.Start(tb, x.Display)
-	in, err := NewRobotgoInput(x.Display)
+	in, err := Open(x.Display)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -42,10 +45,10 @@ func startX(tb testing.TB) *xfix {
 			tb.Errorf("close input: %v", err)
 		}
 	})
-	return &xfix{display: x.Display, rec: rec, in: in, ex: NewExecutor(in, ExecOptions{Logf: tb.Logf})}
+	return &xfix{display: x.Display, rec: rec, in: in, ex: executor.New(in, executor.Options{Logf: tb.Logf})}
 }
 
-func (f *xfix) do(tb testing.TB, a Action) Result {
+func (f *xfix) do(tb testing.TB, a actions.Action) executor.Result {
 	tb.Helper()
 	res, err := f.ex.Do(context.Background(), a)
 	if err != nil {
@@ -83,12 +86,12 @@ func TestRobotgoInput(t *testing.T) {
 
 	t.Run("buttons", func(t *testing.T) {
 		for i, c := range []struct {
-			b       Button
+			b       actions.Button
 			xbutton int
-		}{{Left, 1}, {Middle, 2}, {Right, 3}, {Back, 8}, {Forward, 9}} {
+		}{{actions.Left, 1}, {actions.Middle, 2}, {actions.Right, 3}, {actions.Back, 8}, {actions.Forward, 9}} {
 			f.rec.Clear()
 			x, y := 100+i*50, 200+i*10
-			f.do(t, Action{Type: Click, X: x, Y: y, Button: c.b})
+			f.do(t, actions.Action{Type: actions.Click, X: x, Y: y, Button: c.b})
 			f.rec.WaitFor(t, isRelease(c.xbutton), waitX)
 			press := f.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.ButtonPress }, 0)
 			if press.Button != c.xbutton || press.X != x || press.Y != y {
@@ -100,11 +103,11 @@ func TestRobotgoInput(t *testing.T) {
 
 	t.Run("wheel", func(t *testing.T) {
 		f.rec.Clear()
-		res := f.do(t, Action{Type: Scroll, X: 10, Y: 10, ScrollX: 60, ScrollY: 150})
-		if res.ScrollSteps != (Point{1, 3}) {
+		res := f.do(t, actions.Action{Type: actions.Scroll, X: 10, Y: 10, ScrollX: 60, ScrollY: 150})
+		if res.ScrollSteps != (actions.Point{X: 1, Y: 3}) {
 			t.Errorf("steps = %v, want {1 3}", res.ScrollSteps)
 		}
-		f.do(t, Action{Type: Scroll, X: 10, Y: 10, ScrollX: -130, ScrollY: -1})
+		f.do(t, actions.Action{Type: actions.Scroll, X: 10, Y: 10, ScrollX: -130, ScrollY: -1})
 		evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return len(ofKind(evs, xrecorder.ButtonRelease)) == 7 }, waitX)
 		count := map[int]int{}
 		for _, e := range ofKind(evs, xrecorder.ButtonPress) {
@@ -117,7 +120,7 @@ func TestRobotgoInput(t *testing.T) {
 
 	t.Run("modifiers held during click", func(t *testing.T) {
 		f.rec.Clear()
-		f.do(t, Action{Type: Click, X: 50, Y: 60, Keys: []string{"ctrl", "shift"}})
+		f.do(t, actions.Action{Type: actions.Click, X: 50, Y: 60, Keys: []string{"ctrl", "shift"}})
 		press := f.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.ButtonPress }, waitX)
 		if press.State&ctrlShift != ctrlShift {
 			t.Errorf("press state 0x%x, want ctrl+shift", press.State)
@@ -128,7 +131,7 @@ func TestRobotgoInput(t *testing.T) {
 
 	t.Run("modifiers held during scroll", func(t *testing.T) {
 		f.rec.Clear()
-		f.do(t, Action{Type: Scroll, X: 50, Y: 60, ScrollY: 60, Keys: []string{"ctrl"}})
+		f.do(t, actions.Action{Type: actions.Scroll, X: 50, Y: 60, ScrollY: 60, Keys: []string{"ctrl"}})
 		e := f.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.ButtonPress && e.Button == 5 }, waitX)
 		if e.State&xrecorder.ControlMask == 0 {
 			t.Errorf("wheel press state 0x%x, want ctrl", e.State)
@@ -138,16 +141,16 @@ func TestRobotgoInput(t *testing.T) {
 
 	t.Run("drag path with modifier", func(t *testing.T) {
 		f.rec.Clear()
-		path := []Point{{100, 100}, {300, 100}, {300, 250}, {290, 240}}
-		f.do(t, Action{Type: Drag, Path: path, Keys: []string{"alt"}})
+		path := []actions.Point{{X: 100, Y: 100}, {X: 300, Y: 100}, {X: 300, Y: 250}, {X: 290, Y: 240}}
+		f.do(t, actions.Action{Type: actions.Drag, Path: path, Keys: []string{"alt"}})
 		evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return len(ofKind(evs, xrecorder.ButtonRelease)) == 1 }, waitX)
 		var pressed bool
-		var last Point
+		var last actions.Point
 		next := 1
 		for _, e := range evs {
 			switch e.Kind {
 			case xrecorder.ButtonPress:
-				pressed, last = true, Point{e.X, e.Y}
+				pressed, last = true, actions.Point{X: e.X, Y: e.Y}
 				if last != path[0] || e.Button != 1 {
 					t.Errorf("press %v, want button 1 at %v", e, path[0])
 				}
@@ -155,8 +158,8 @@ func TestRobotgoInput(t *testing.T) {
 				if !pressed {
 					continue
 				}
-				p := Point{e.X, e.Y}
-				if d := max(abs(p.X-last.X), abs(p.Y-last.Y)); d > DefaultDragStepPixels {
+				p := actions.Point{X: e.X, Y: e.Y}
+				if d := max(p.X-last.X, last.X-p.X, p.Y-last.Y, last.Y-p.Y); d > executor.DefaultDragStepPixels {
 					t.Errorf("motion jumps %d px from %v to %v", d, last, p)
 				}
 				if e.State&(xrecorder.Button1Mask|xrecorder.Mod1Mask) != xrecorder.Button1Mask|xrecorder.Mod1Mask {
@@ -167,7 +170,7 @@ func TestRobotgoInput(t *testing.T) {
 				}
 				last = p
 			case xrecorder.ButtonRelease:
-				if (Point{e.X, e.Y}) != path[len(path)-1] || e.State&xrecorder.Mod1Mask == 0 {
+				if (actions.Point{X: e.X, Y: e.Y}) != path[len(path)-1] || e.State&xrecorder.Mod1Mask == 0 {
 					t.Errorf("release %v, want at %v with alt", e, path[len(path)-1])
 				}
 			}
@@ -180,7 +183,7 @@ func TestRobotgoInput(t *testing.T) {
 
 	t.Run("move with modifier", func(t *testing.T) {
 		f.rec.Clear()
-		f.do(t, Action{Type: Move, X: 123, Y: 45, Keys: []string{"shift"}})
+		f.do(t, actions.Action{Type: actions.Move, X: 123, Y: 45, Keys: []string{"shift"}})
 		e := f.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.Motion && e.X == 123 && e.Y == 45 }, waitX)
 		if e.State&xrecorder.ShiftMask == 0 {
 			t.Errorf("motion state 0x%x, want shift", e.State)
@@ -191,7 +194,7 @@ func TestRobotgoInput(t *testing.T) {
 	t.Run("type unicode", func(t *testing.T) {
 		f.rec.Clear()
 		text := "Zoë Ñúñez-Łukasz, 東京, €5 ✓ 🙂"
-		f.do(t, Action{Type: TypeText, Text: text})
+		f.do(t, actions.Action{Type: actions.TypeText, Text: text})
 		f.rec.WaitTyped(t, text, waitX)
 		f.assertNothingDown(t)
 	})
@@ -199,14 +202,14 @@ func TestRobotgoInput(t *testing.T) {
 	t.Run("type multi-line ascii", func(t *testing.T) {
 		f.rec.Clear()
 		text := "Dear Sir,\n\tprintf(\"%d\\n\", a[i] + b{c}); // 100% ok?\r\n~`!@#$^&*()_-+=|;:'<>,./\nEND"
-		f.do(t, Action{Type: TypeText, Text: text})
+		f.do(t, actions.Action{Type: actions.TypeText, Text: text})
 		f.rec.WaitTyped(t, strings.ReplaceAll(text, "\r\n", "\n"), waitX)
 		f.assertNothingDown(t)
 	})
 
 	t.Run("keypress combo", func(t *testing.T) {
 		f.rec.Clear()
-		f.do(t, Action{Type: Keypress, Keys: []string{"ctrl", "shift", "a"}})
+		f.do(t, actions.Action{Type: actions.Keypress, Keys: []string{"ctrl", "shift", "a"}})
 		evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return len(ofKind(evs, xrecorder.KeyRelease)) == 3 }, waitX)
 		var got []string
 		for _, e := range evs {
@@ -237,7 +240,7 @@ func TestRobotgoInput(t *testing.T) {
 			{[]string{"XF86Back"}, 0x1008ff26, 0},
 		} {
 			f.rec.Clear()
-			f.do(t, Action{Type: Keypress, Keys: c.keys})
+			f.do(t, actions.Action{Type: actions.Keypress, Keys: c.keys})
 			e := f.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.KeyPress && e.Keysym == c.sym }, waitX)
 			if e.State != c.state {
 				t.Errorf("%v: state 0x%x, want 0x%x", c.keys, e.State, c.state)
@@ -249,7 +252,7 @@ func TestRobotgoInput(t *testing.T) {
 
 	t.Run("double click timing", func(t *testing.T) {
 		f.rec.Clear()
-		f.do(t, Action{Type: DoubleClick, X: 400, Y: 300})
+		f.do(t, actions.Action{Type: actions.DoubleClick, X: 400, Y: 300})
 		evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return len(ofKind(evs, xrecorder.ButtonRelease)) == 2 }, waitX)
 		p := ofKind(evs, xrecorder.ButtonPress)
 		if len(p) != 2 || p[0].Button != 1 || p[1].Button != 1 || p[0].X != p[1].X || p[0].Y != p[1].Y {
@@ -263,7 +266,7 @@ func TestRobotgoInput(t *testing.T) {
 
 	t.Run("off-screen click does nothing", func(t *testing.T) {
 		f.rec.Clear()
-		if _, err := f.ex.Do(context.Background(), Action{Type: Click, X: 800, Y: 10}); err == nil {
+		if _, err := f.ex.Do(context.Background(), actions.Action{Type: actions.Click, X: 800, Y: 10}); err == nil {
 			t.Fatal("no error")
 		}
 		f.rec.Sync(t)
@@ -275,13 +278,13 @@ func TestRobotgoInput(t *testing.T) {
 	t.Run("failed action leaves nothing down", func(t *testing.T) {
 		f.rec.Clear()
 		boom := errors.New("boom")
-		ex := NewExecutor(hookInput{Input: f.in, before: func(op string) error {
+		ex := executor.New(hookInput{Device: f.in, before: func(op string) error {
 			if op == "ButtonDown" {
 				return boom
 			}
 			return nil
-		}}, ExecOptions{})
-		_, err := ex.Do(context.Background(), Action{Type: Click, X: 10, Y: 10, Keys: []string{"ctrl", "alt", "shift"}})
+		}}, executor.Options{})
+		_, err := ex.Do(context.Background(), actions.Action{Type: actions.Click, X: 10, Y: 10, Keys: []string{"ctrl", "alt", "shift"}})
 		if !errors.Is(err, boom) {
 			t.Fatalf("err = %v, want boom", err)
 		}
@@ -294,13 +297,13 @@ func TestRobotgoInput(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		n := 0
-		ex := NewExecutor(hookInput{Input: f.in, before: func(op string) error {
+		ex := executor.New(hookInput{Device: f.in, before: func(op string) error {
 			if n++; n == 4 {
 				cancel()
 			}
 			return nil
-		}}, ExecOptions{})
-		_, err := ex.Do(ctx, Action{Type: TypeText, Text: "AbC!éfgh"})
+		}}, executor.Options{})
+		_, err := ex.Do(ctx, actions.Action{Type: actions.TypeText, Text: "AbC!éfgh"})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
@@ -312,22 +315,22 @@ func TestRobotgoInput(t *testing.T) {
 // hookInput runs before ahead of ButtonDown and TypeRune and fails them
 // with its error.
 type hookInput struct {
-	Input
+	input.Device
 	before func(op string) error
 }
 
-func (h hookInput) ButtonDown(b Button) error {
+func (h hookInput) ButtonDown(b actions.Button) error {
 	if err := h.before("ButtonDown"); err != nil {
 		return err
 	}
-	return h.Input.ButtonDown(b)
+	return h.Device.ButtonDown(b)
 }
 
 func (h hookInput) TypeRune(r rune) error {
 	if err := h.before("TypeRune"); err != nil {
 		return err
 	}
-	return h.Input.TypeRune(r)
+	return h.Device.TypeRune(r)
 }
 
 func TestRobotgoInputCloseReleasesAndRestores(t *testing.T) {
@@ -339,10 +342,10 @@ func TestRobotgoInputCloseReleasesAndRestores(t *testing.T) {
 	if press.Char != 'ß' {
 		t.Fatalf("typed %q, want ß", press.Char)
 	}
-	if err := f.in.KeyDown(Key{Keysym: "Shift_L", Modifier: true}); err != nil {
+	if err := f.in.KeyDown(actions.Key{Keysym: "Shift_L", Modifier: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.in.ButtonDown(Right); err != nil {
+	if err := f.in.ButtonDown(actions.Right); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.in.Close(); err != nil {
@@ -353,8 +356,8 @@ func TestRobotgoInputCloseReleasesAndRestores(t *testing.T) {
 	if sym := f.rec.Lookup(press.Keycode, 0); sym != 0 {
 		t.Errorf("keycode %d still maps to 0x%x after Close", press.Keycode, sym)
 	}
-	if err := f.in.MoveTo(1, 1); !errors.Is(err, errInputClosed) {
-		t.Errorf("MoveTo after Close: %v, want errInputClosed", err)
+	if err := f.in.MoveTo(1, 1); !errors.Is(err, input.ErrClosed) {
+		t.Errorf("MoveTo after Close: %v, want input.ErrClosed", err)
 	}
 	if err := f.in.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
@@ -365,7 +368,7 @@ func TestRobotgoInputCloseReleasesAndRestores(t *testing.T) {
 // client, as a layout switch would: typing must follow the new mapping.
 func TestRobotgoInputFollowsKeymapChanges(t *testing.T) {
 	f := startX(t)
-	f.do(t, Action{Type: TypeText, Text: "ab"})
+	f.do(t, actions.Action{Type: actions.TypeText, Text: "ab"})
 	f.rec.WaitTyped(t, "ab", waitX)
 	aCode := ofKind(f.rec.Events(), xrecorder.KeyPress)[0].Keycode
 
@@ -386,21 +389,21 @@ func TestRobotgoInputFollowsKeymapChanges(t *testing.T) {
 	f.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.MappingChange }, waitX)
 
 	f.rec.Clear()
-	f.do(t, Action{Type: TypeText, Text: "aAbB"})
+	f.do(t, actions.Action{Type: actions.TypeText, Text: "aAbB"})
 	f.rec.WaitTyped(t, "aAbB", waitX)
 }
 
 func TestRobotgoInputOpen(t *testing.T) {
 	x := xvfbtest.Start(t, 320, 200)
-	if _, err := NewRobotgoInput(":424242"); err == nil || !strings.Contains(err.Error(), `":424242"`) {
+	if _, err := Open(":424242"); err == nil || !strings.Contains(err.Error(), `":424242"`) {
 		t.Errorf("unreachable display: err = %v", err)
 	}
 	t.Setenv("DISPLAY", "")
-	if _, err := NewRobotgoInput(""); err == nil {
+	if _, err := Open(""); err == nil {
 		t.Error("no display: no error")
 	}
 	t.Setenv("DISPLAY", x.Display)
-	in, err := NewRobotgoInput("")
+	in, err := Open("")
 	if err != nil {
 		t.Fatalf("$DISPLAY: %v", err)
 	}
@@ -408,7 +411,7 @@ func TestRobotgoInputOpen(t *testing.T) {
 	if w, h, err := in.ScreenSize(); w != 320 || h != 200 || err != nil {
 		t.Errorf("ScreenSize = %d, %d, %v; want 320, 200", w, h, err)
 	}
-	if _, err := NewRobotgoInput(x.Display); err == nil || !strings.Contains(err.Error(), "already open") {
+	if _, err := Open(x.Display); err == nil || !strings.Contains(err.Error(), "already open") {
 		t.Errorf("second input: err = %v, want already open", err)
 	}
 }
@@ -416,7 +419,7 @@ func TestRobotgoInputOpen(t *testing.T) {
 func BenchmarkClickRoundTrip(b *testing.B) {
 	f := startX(b)
 	ctx := context.Background()
-	a := Action{Type: Click, X: 200, Y: 150}
+	a := actions.Action{Type: actions.Click, X: 200, Y: 150}
 	for b.Loop() {
 		f.rec.Clear()
 		if _, err := f.ex.Do(ctx, a); err != nil {
@@ -429,7 +432,7 @@ func BenchmarkClickRoundTrip(b *testing.B) {
 func benchmarkType(b *testing.B, text string) {
 	f := startX(b)
 	ctx := context.Background()
-	a := Action{Type: TypeText, Text: text}
+	a := actions.Action{Type: actions.TypeText, Text: text}
 	n := 0
 	for b.Loop() {
 		f.rec.Clear()
@@ -466,16 +469,16 @@ func mappingChanges(evs []xrecorder.Event) int { return len(ofKind(evs, xrecorde
 // clients see as a keyboard mapping change of its own.
 func (f *xfix) warmUp(t *testing.T) {
 	t.Helper()
-	f.do(t, Action{Type: TypeText, Text: "a"})
+	f.do(t, actions.Action{Type: actions.TypeText, Text: "a"})
 	f.rec.WaitTyped(t, "a", waitX)
 	f.rec.Sync(t)
 	f.rec.Clear()
 }
 
-// spareKeycodes is how many keycodes the Input may bind characters to.
-func spareKeycodes(t *testing.T, in Input) int {
+// spareKeycodes is how many keycodes the input.Device may bind characters to.
+func spareKeycodes(t *testing.T, in input.Device) int {
 	t.Helper()
-	ri := in.(*robotgoInput)
+	ri := in.(*Device)
 	var n int
 	if err := ri.do(func() error { n = len(ri.km.spare); return nil }); err != nil {
 		t.Fatal(err)
@@ -490,7 +493,7 @@ func TestRobotgoInputBindsATextAtOnce(t *testing.T) {
 	f := startX(t)
 	f.warmUp(t)
 	text := "Zoë Ñúñez-Łukasz, ŁÓDŹ żółć"
-	f.do(t, Action{Type: TypeText, Text: text})
+	f.do(t, actions.Action{Type: actions.TypeText, Text: text})
 	evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool {
 		return xrecorder.Typed(evs) == text
 	}, waitX)
@@ -506,7 +509,7 @@ func TestRobotgoInputBindsATextAtOnce(t *testing.T) {
 	}
 
 	f.rec.Clear()
-	f.do(t, Action{Type: TypeText, Text: text})
+	f.do(t, actions.Action{Type: actions.TypeText, Text: text})
 	f.rec.WaitTyped(t, text, waitX)
 	f.rec.Sync(t)
 	if n := mappingChanges(f.rec.Events()); n != 0 {
@@ -530,7 +533,7 @@ func TestRobotgoInputMoreCharactersThanSpareKeycodes(t *testing.T) {
 		}
 	}
 	text := b.String()
-	f.do(t, Action{Type: TypeText, Text: text})
+	f.do(t, actions.Action{Type: actions.TypeText, Text: text})
 	evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool {
 		return xrecorder.Typed(evs) == text
 	}, 2*waitX)
@@ -573,11 +576,11 @@ func TestRobotgoInputClickWaitsForFrozenPointer(t *testing.T) {
 		}
 	}()
 
-	f.do(t, Action{Type: Click, X: 120, Y: 80})
+	f.do(t, actions.Action{Type: actions.Click, X: 120, Y: 80})
 	if !replayed.Load() {
 		t.Error("the click ended while the pointer was still frozen")
 	}
-	f.do(t, Action{Type: TypeText, Text: "x"})
+	f.do(t, actions.Action{Type: actions.TypeText, Text: "x"})
 	evs := f.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return len(ofKind(evs, xrecorder.KeyRelease)) == 1 }, waitX)
 	var order []string
 	for _, e := range evs {

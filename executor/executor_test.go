@@ -1,4 +1,4 @@
-package actions
+package executor
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/input"
 )
 
 // fakeClock advances only when slept on, so waits run instantly.
@@ -45,89 +48,89 @@ func (h *seqHasher) FrameHash(ctx context.Context) (uint64, error) {
 	return h.hashes[i], nil
 }
 
-func newTestExecutor(opts ExecOptions) (*Executor, *FakeInput, *fakeClock) {
-	in := NewFakeInput(800, 600)
+func newTestExecutor(opts Options) (*Executor, *input.Fake, *fakeClock) {
+	in := input.NewFake(800, 600)
 	clock := newFakeClock()
 	opts.Clock = clock
-	return NewExecutor(in, opts), in, clock
+	return New(in, opts), in, clock
 }
 
 func TestExecutorCallOrder(t *testing.T) {
 	tests := []struct {
 		name   string
-		action Action
+		action actions.Action
 		want   []string
 		result Result
 	}{
 		{
 			name:   "click with modifiers",
-			action: Action{Type: Click, X: 10, Y: 20, Keys: []string{"ctrl", "shift"}},
+			action: actions.Action{Type: actions.Click, X: 10, Y: 20, Keys: []string{"ctrl", "shift"}},
 			want: []string{"ScreenSize", "MoveTo(10,20)", "KeyDown(Control_L)", "KeyDown(Shift_L)",
 				"ButtonDown(left)", "ButtonUp(left)", "KeyUp(Shift_L)", "KeyUp(Control_L)"},
 		},
 		{
 			name:   "right click",
-			action: Action{Type: Click, X: 0, Y: 0, Button: Right},
+			action: actions.Action{Type: actions.Click, X: 0, Y: 0, Button: actions.Right},
 			want:   []string{"ScreenSize", "MoveTo(0,0)", "ButtonDown(right)", "ButtonUp(right)"},
 		},
 		{
 			name:   "wheel click is middle",
-			action: Action{Type: Click, X: 799, Y: 599, Button: Wheel},
+			action: actions.Action{Type: actions.Click, X: 799, Y: 599, Button: actions.Wheel},
 			want:   []string{"ScreenSize", "MoveTo(799,599)", "ButtonDown(middle)", "ButtonUp(middle)"},
 		},
 		{
 			name:   "back and forward",
-			action: Action{Type: Click, X: 1, Y: 2, Button: "BACK"},
+			action: actions.Action{Type: actions.Click, X: 1, Y: 2, Button: "BACK"},
 			want:   []string{"ScreenSize", "MoveTo(1,2)", "ButtonDown(back)", "ButtonUp(back)"},
 		},
 		{
 			name:   "double click",
-			action: Action{Type: DoubleClick, X: 5, Y: 6, Keys: []string{"alt"}},
+			action: actions.Action{Type: actions.DoubleClick, X: 5, Y: 6, Keys: []string{"alt"}},
 			want: []string{"ScreenSize", "MoveTo(5,6)", "KeyDown(Alt_L)", "ButtonDown(left)", "ButtonUp(left)",
 				"ButtonDown(left)", "ButtonUp(left)", "KeyUp(Alt_L)"},
 		},
 		{
 			name:   "drag with intermediate motion",
-			action: Action{Type: Drag, Path: []Point{{0, 0}, {10, 0}, {100, 0}}, Keys: []string{"shift"}},
+			action: actions.Action{Type: actions.Drag, Path: []actions.Point{{X: 0, Y: 0}, {X: 10, Y: 0}, {X: 100, Y: 0}}, Keys: []string{"shift"}},
 			want: []string{"ScreenSize", "MoveTo(0,0)", "KeyDown(Shift_L)", "ButtonDown(left)",
 				"MoveTo(10,0)", "MoveTo(40,0)", "MoveTo(70,0)", "MoveTo(100,0)", "ButtonUp(left)", "KeyUp(Shift_L)"},
 		},
 		{
 			name:   "move with modifiers held",
-			action: Action{Type: Move, X: 7, Y: 8, Keys: []string{"super"}},
+			action: actions.Action{Type: actions.Move, X: 7, Y: 8, Keys: []string{"super"}},
 			want:   []string{"ScreenSize", "KeyDown(Super_L)", "MoveTo(7,8)", "KeyUp(Super_L)"},
 		},
 		{
 			name:   "scroll with modifiers",
-			action: Action{Type: Scroll, X: 3, Y: 4, ScrollX: -10, ScrollY: 130, Keys: []string{"ctrl"}},
+			action: actions.Action{Type: actions.Scroll, X: 3, Y: 4, ScrollX: -10, ScrollY: 130, Keys: []string{"ctrl"}},
 			want:   []string{"ScreenSize", "MoveTo(3,4)", "KeyDown(Control_L)", "Wheel(-1,2)", "KeyUp(Control_L)"},
-			result: Result{ScrollSteps: Point{-1, 2}},
+			result: Result{ScrollSteps: actions.Point{X: -1, Y: 2}},
 		},
 		{
 			name:   "scroll by nothing only moves",
-			action: Action{Type: Scroll, X: 3, Y: 4, Keys: []string{"ctrl"}},
+			action: actions.Action{Type: actions.Scroll, X: 3, Y: 4, Keys: []string{"ctrl"}},
 			want:   []string{"ScreenSize", "MoveTo(3,4)"},
 		},
 		{
 			name:   "keypress in order, released in reverse",
-			action: Action{Type: Keypress, Keys: []string{"ctrl", "shift", "a"}},
+			action: actions.Action{Type: actions.Keypress, Keys: []string{"ctrl", "shift", "a"}},
 			want: []string{"KeyDown(Control_L)", "KeyDown(Shift_L)", "KeyDown(a)",
 				"KeyUp(a)", "KeyUp(Shift_L)", "KeyUp(Control_L)"},
 		},
 		{
 			name:   "type with line breaks and tab",
-			action: Action{Type: TypeText, Text: "é\r\nb\tc\r"},
+			action: actions.Action{Type: actions.TypeText, Text: "é\r\nb\tc\r"},
 			want: []string{`PrepareText("é\nb\tc\r")`, "TypeRune('é')", `TypeRune('\n')`, "TypeRune('b')", `TypeRune('\t')`,
 				"TypeRune('c')", `TypeRune('\r')`},
 		},
 		{
 			name:   "screenshot does nothing",
-			action: Action{Type: Screenshot},
+			action: actions.Action{Type: actions.Screenshot},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex, in, _ := newTestExecutor(ExecOptions{})
+			ex, in, _ := newTestExecutor(Options{})
 			res, err := ex.Do(context.Background(), tt.action)
 			if err != nil {
 				t.Fatalf("Do: %v", err)
@@ -146,15 +149,15 @@ func TestExecutorCallOrder(t *testing.T) {
 }
 
 func TestDoubleClickInterval(t *testing.T) {
-	ex, _, clock := newTestExecutor(ExecOptions{})
-	if _, err := ex.Do(context.Background(), Action{Type: DoubleClick, X: 1, Y: 1}); err != nil {
+	ex, _, clock := newTestExecutor(Options{})
+	if _, err := ex.Do(context.Background(), actions.Action{Type: actions.DoubleClick, X: 1, Y: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if want := []time.Duration{DefaultDoubleClickInterval}; !reflect.DeepEqual(clock.sleeps, want) {
 		t.Errorf("sleeps = %v, want %v", clock.sleeps, want)
 	}
-	ex, _, clock = newTestExecutor(ExecOptions{DoubleClickInterval: 5 * time.Millisecond})
-	res, err := ex.Do(context.Background(), Action{Type: DoubleClick, X: 1, Y: 1})
+	ex, _, clock = newTestExecutor(Options{DoubleClickInterval: 5 * time.Millisecond})
+	res, err := ex.Do(context.Background(), actions.Action{Type: actions.DoubleClick, X: 1, Y: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,17 +170,17 @@ func TestDoubleClickInterval(t *testing.T) {
 }
 
 func TestOffScreenPointsRejected(t *testing.T) {
-	tests := []Action{
-		{Type: Click, X: -1, Y: 0},
-		{Type: Click, X: 800, Y: 0},
-		{Type: DoubleClick, X: 0, Y: 600},
-		{Type: Move, X: 0, Y: -5, Keys: []string{"ctrl"}},
-		{Type: Scroll, X: 1000, Y: 1000, ScrollY: 100, Keys: []string{"shift"}},
-		{Type: Drag, Path: []Point{{0, 0}, {10, 10}, {10, 600}}, Keys: []string{"ctrl"}},
+	tests := []actions.Action{
+		{Type: actions.Click, X: -1, Y: 0},
+		{Type: actions.Click, X: 800, Y: 0},
+		{Type: actions.DoubleClick, X: 0, Y: 600},
+		{Type: actions.Move, X: 0, Y: -5, Keys: []string{"ctrl"}},
+		{Type: actions.Scroll, X: 1000, Y: 1000, ScrollY: 100, Keys: []string{"shift"}},
+		{Type: actions.Drag, Path: []actions.Point{{X: 0, Y: 0}, {X: 10, Y: 10}, {X: 10, Y: 600}}, Keys: []string{"ctrl"}},
 	}
 	for _, a := range tests {
 		t.Run(a.String(), func(t *testing.T) {
-			ex, in, _ := newTestExecutor(ExecOptions{})
+			ex, in, _ := newTestExecutor(Options{})
 			_, err := ex.Do(context.Background(), a)
 			if err == nil || !strings.Contains(err.Error(), "off the 800x600 screen") {
 				t.Fatalf("err = %v, want an off-screen error", err)
@@ -191,17 +194,17 @@ func TestOffScreenPointsRejected(t *testing.T) {
 
 func TestInvalidActionsDoNothing(t *testing.T) {
 	tests := []struct {
-		action Action
+		action actions.Action
 		want   string
 	}{
-		{Action{Type: Keypress, Keys: []string{"ctrl", "hyperspace"}}, `unknown key name "hyperspace"`},
-		{Action{Type: Click, X: 1, Y: 1, Button: "thumb"}, `unknown button "thumb"`},
-		{Action{Type: TypeText, Text: "a\x1bb"}, "control character U+001B"},
-		{Action{Type: Drag, Path: []Point{{1, 1}}}, "at least 2 points"},
-		{Action{Type: "teleport"}, "unknown action type"},
+		{actions.Action{Type: actions.Keypress, Keys: []string{"ctrl", "hyperspace"}}, `unknown key name "hyperspace"`},
+		{actions.Action{Type: actions.Click, X: 1, Y: 1, Button: "thumb"}, `unknown button "thumb"`},
+		{actions.Action{Type: actions.TypeText, Text: "a\x1bb"}, "control character U+001B"},
+		{actions.Action{Type: actions.Drag, Path: []actions.Point{{X: 1, Y: 1}}}, "at least 2 points"},
+		{actions.Action{Type: "teleport"}, "unknown action type"},
 	}
 	for _, tt := range tests {
-		ex, in, _ := newTestExecutor(ExecOptions{})
+		ex, in, _ := newTestExecutor(Options{})
 		_, err := ex.Do(context.Background(), tt.action)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: err = %v, want it to contain %q", tt.action, err, tt.want)
@@ -215,27 +218,27 @@ func TestInvalidActionsDoNothing(t *testing.T) {
 // TestFailureReleasesEverything fails each call of each action in turn and
 // checks that nothing stays pressed.
 func TestFailureReleasesEverything(t *testing.T) {
-	acts := []Action{
-		{Type: Click, X: 10, Y: 20, Keys: []string{"ctrl", "shift"}},
-		{Type: DoubleClick, X: 10, Y: 20, Keys: []string{"alt"}},
-		{Type: Drag, Path: []Point{{0, 0}, {100, 50}}, Keys: []string{"ctrl", "alt"}},
-		{Type: Move, X: 1, Y: 1, Keys: []string{"shift"}},
-		{Type: Scroll, X: 1, Y: 1, ScrollY: -200, Keys: []string{"ctrl"}},
-		{Type: Keypress, Keys: []string{"ctrl", "alt", "delete"}},
-		{Type: TypeText, Text: "abc"},
+	acts := []actions.Action{
+		{Type: actions.Click, X: 10, Y: 20, Keys: []string{"ctrl", "shift"}},
+		{Type: actions.DoubleClick, X: 10, Y: 20, Keys: []string{"alt"}},
+		{Type: actions.Drag, Path: []actions.Point{{X: 0, Y: 0}, {X: 100, Y: 50}}, Keys: []string{"ctrl", "alt"}},
+		{Type: actions.Move, X: 1, Y: 1, Keys: []string{"shift"}},
+		{Type: actions.Scroll, X: 1, Y: 1, ScrollY: -200, Keys: []string{"ctrl"}},
+		{Type: actions.Keypress, Keys: []string{"ctrl", "alt", "delete"}},
+		{Type: actions.TypeText, Text: "abc"},
 	}
 	for _, a := range acts {
-		ex, in, _ := newTestExecutor(ExecOptions{})
+		ex, in, _ := newTestExecutor(Options{})
 		if _, err := ex.Do(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
 		total := len(in.Calls())
 		for n := 1; n <= total; n++ {
-			ex, in, _ := newTestExecutor(ExecOptions{})
+			ex, in, _ := newTestExecutor(Options{})
 			in.FailAt(n, nil)
 			_, err := ex.Do(context.Background(), a)
-			if !errors.Is(err, ErrFakeFailure) {
-				t.Errorf("%v, call %d fails: err = %v, want ErrFakeFailure", a, n, err)
+			if !errors.Is(err, input.ErrFakeFailure) {
+				t.Errorf("%v, call %d fails: err = %v, want input.ErrFakeFailure", a, n, err)
 			}
 			if !strings.HasPrefix(err.Error(), string(a.Type)+": ") {
 				t.Errorf("%v: error %q does not name the action", a, err)
@@ -248,9 +251,9 @@ func TestFailureReleasesEverything(t *testing.T) {
 }
 
 func TestFailedPressIsReleased(t *testing.T) {
-	ex, in, _ := newTestExecutor(ExecOptions{})
+	ex, in, _ := newTestExecutor(Options{})
 	in.FailAt(2, nil) // KeyDown(Shift_L)
-	if _, err := ex.Do(context.Background(), Action{Type: Keypress, Keys: []string{"ctrl", "shift", "a"}}); err == nil {
+	if _, err := ex.Do(context.Background(), actions.Action{Type: actions.Keypress, Keys: []string{"ctrl", "shift", "a"}}); err == nil {
 		t.Fatal("no error")
 	}
 	want := []string{"KeyDown(Control_L)", "KeyDown(Shift_L)", "KeyUp(Shift_L)", "KeyUp(Control_L)"}
@@ -261,12 +264,12 @@ func TestFailedPressIsReleased(t *testing.T) {
 
 func TestReleaseFailureKeptForReleaseAll(t *testing.T) {
 	var logged []string
-	ex, in, _ := newTestExecutor(ExecOptions{Logf: func(f string, args ...any) { logged = append(logged, f) }})
+	ex, in, _ := newTestExecutor(Options{Logf: func(f string, args ...any) { logged = append(logged, f) }})
 	// click+ctrl: ScreenSize, MoveTo, KeyDown(ctrl), ButtonDown fails; then
 	// the release of the button (5) and of ctrl (6): ctrl's fails.
 	in.FailAt(4, nil)
 	in.FailAt(6, nil)
-	_, err := ex.Do(context.Background(), Action{Type: Click, X: 1, Y: 1, Keys: []string{"ctrl"}})
+	_, err := ex.Do(context.Background(), actions.Action{Type: actions.Click, X: 1, Y: 1, Keys: []string{"ctrl"}})
 	if err == nil || !strings.Contains(err.Error(), "release key Control_L") {
 		t.Fatalf("err = %v, want it to report the failed release", err)
 	}
@@ -287,15 +290,15 @@ func TestReleaseFailureKeptForReleaseAll(t *testing.T) {
 }
 
 func TestCancelMidType(t *testing.T) {
-	ex, in, _ := newTestExecutor(ExecOptions{})
+	ex, in, _ := newTestExecutor(Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	in.OnCall(func(n int, c Call) {
+	in.OnCall(func(n int, c input.Call) {
 		if n == 4 { // PrepareText and 3 characters
 			cancel()
 		}
 	})
-	_, err := ex.Do(ctx, Action{Type: TypeText, Text: "abcdef"})
+	_, err := ex.Do(ctx, actions.Action{Type: actions.TypeText, Text: "abcdef"})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "after 3 of 6 characters") {
 		t.Fatalf("err = %v, want cancelled after 3 of 6", err)
 	}
@@ -307,15 +310,15 @@ func TestCancelMidType(t *testing.T) {
 // TestCancelWhilePreparingType: a cancel during PrepareText (its wait for
 // the applications) types nothing.
 func TestCancelWhilePreparingType(t *testing.T) {
-	ex, in, _ := newTestExecutor(ExecOptions{})
+	ex, in, _ := newTestExecutor(Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	in.OnCall(func(n int, c Call) {
+	in.OnCall(func(n int, c input.Call) {
 		if c.Op == "PrepareText" {
 			cancel()
 		}
 	})
-	_, err := ex.Do(ctx, Action{Type: TypeText, Text: "ab"})
+	_, err := ex.Do(ctx, actions.Action{Type: actions.TypeText, Text: "ab"})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "after 0 of 2 characters") {
 		t.Fatalf("err = %v, want cancelled after 0 of 2", err)
 	}
@@ -325,10 +328,10 @@ func TestCancelWhilePreparingType(t *testing.T) {
 }
 
 func TestPrepareFailureTypesNothing(t *testing.T) {
-	ex, in, _ := newTestExecutor(ExecOptions{})
+	ex, in, _ := newTestExecutor(Options{})
 	in.FailAt(1, nil)
-	_, err := ex.Do(context.Background(), Action{Type: TypeText, Text: "ab"})
-	if !errors.Is(err, ErrFakeFailure) || !strings.Contains(err.Error(), "prepare the keyboard") {
+	_, err := ex.Do(context.Background(), actions.Action{Type: actions.TypeText, Text: "ab"})
+	if !errors.Is(err, input.ErrFakeFailure) || !strings.Contains(err.Error(), "prepare the keyboard") {
 		t.Fatalf("err = %v, want the prepare failure", err)
 	}
 	if got := len(in.Calls()); got != 1 {
@@ -337,15 +340,15 @@ func TestPrepareFailureTypesNothing(t *testing.T) {
 }
 
 func TestCancelMidDrag(t *testing.T) {
-	ex, in, _ := newTestExecutor(ExecOptions{})
+	ex, in, _ := newTestExecutor(Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	in.OnCall(func(n int, c Call) {
+	in.OnCall(func(n int, c input.Call) {
 		if c.String() == "MoveTo(10,0)" {
 			cancel()
 		}
 	})
-	_, err := ex.Do(ctx, Action{Type: Drag, Path: []Point{{0, 0}, {10, 0}, {20, 0}}, Keys: []string{"ctrl"}})
+	_, err := ex.Do(ctx, actions.Action{Type: actions.Drag, Path: []actions.Point{{X: 0, Y: 0}, {X: 10, Y: 0}, {X: 20, Y: 0}}, Keys: []string{"ctrl"}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -357,10 +360,10 @@ func TestCancelMidDrag(t *testing.T) {
 }
 
 func TestCancelledBeforeStart(t *testing.T) {
-	ex, in, _ := newTestExecutor(ExecOptions{})
+	ex, in, _ := newTestExecutor(Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ex.Do(ctx, Action{Type: Click, X: 1, Y: 1}); !errors.Is(err, context.Canceled) {
+	if _, err := ex.Do(ctx, actions.Action{Type: actions.Click, X: 1, Y: 1}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if calls := in.Strings(); len(calls) > 0 {
@@ -393,8 +396,8 @@ func TestWheelSteps(t *testing.T) {
 }
 
 func TestScrollTooFarDoesNothing(t *testing.T) {
-	ex, in, _ := newTestExecutor(ExecOptions{ScrollPixelsPerStep: 1})
-	_, err := ex.Do(context.Background(), Action{Type: Scroll, X: 1, Y: 1, ScrollY: MaxWheelSteps + 1})
+	ex, in, _ := newTestExecutor(Options{ScrollPixelsPerStep: 1})
+	_, err := ex.Do(context.Background(), actions.Action{Type: actions.Scroll, X: 1, Y: 1, ScrollY: MaxWheelSteps + 1})
 	if err == nil || !strings.Contains(err.Error(), "scroll_y") {
 		t.Fatalf("err = %v, want a scroll_y error", err)
 	}
@@ -404,7 +407,7 @@ func TestScrollTooFarDoesNothing(t *testing.T) {
 }
 
 func TestInterpolate(t *testing.T) {
-	path := []Point{{0, 0}, {5, 5}, {700, 100}, {700, 100}, {10, 590}}
+	path := []actions.Point{{X: 0, Y: 0}, {X: 5, Y: 5}, {X: 700, Y: 100}, {X: 700, Y: 100}, {X: 10, Y: 590}}
 	got := interpolate(path, 32)
 	prev, next := path[0], 1
 	for _, p := range got {
@@ -423,7 +426,7 @@ func TestInterpolate(t *testing.T) {
 		t.Errorf("ends at %v, want %v", got[len(got)-1], path[len(path)-1])
 	}
 	// 700 px in one segment: capped at maxDragSubsteps motion events.
-	if n := len(interpolate([]Point{{0, 0}, {700, 0}}, 1)); n != maxDragSubsteps {
+	if n := len(interpolate([]actions.Point{{X: 0, Y: 0}, {X: 700, Y: 0}}, 1)); n != maxDragSubsteps {
 		t.Errorf("%d motion events for one long segment, want %d", n, maxDragSubsteps)
 	}
 }
@@ -431,8 +434,8 @@ func TestInterpolate(t *testing.T) {
 func TestWait(t *testing.T) {
 	t.Run("settles", func(t *testing.T) {
 		h := &seqHasher{hashes: []uint64{1, 2, 3, 3}}
-		ex, _, _ := newTestExecutor(ExecOptions{Frames: h})
-		res, err := ex.Do(context.Background(), Action{Type: Wait})
+		ex, _, _ := newTestExecutor(Options{Frames: h})
+		res, err := ex.Do(context.Background(), actions.Action{Type: actions.Wait})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,8 +446,8 @@ func TestWait(t *testing.T) {
 	})
 	t.Run("static screen settles after the quiet time", func(t *testing.T) {
 		h := &seqHasher{hashes: []uint64{7}}
-		ex, _, _ := newTestExecutor(ExecOptions{Frames: h, WaitQuiet: 100 * time.Millisecond, WaitPoll: 10 * time.Millisecond})
-		res, err := ex.Do(context.Background(), Action{Type: Wait})
+		ex, _, _ := newTestExecutor(Options{Frames: h, WaitQuiet: 100 * time.Millisecond, WaitPoll: 10 * time.Millisecond})
+		res, err := ex.Do(context.Background(), actions.Action{Type: actions.Wait})
 		if err != nil || !res.Settled || res.Waited != 100*time.Millisecond {
 			t.Errorf("got %+v, %v; want settled after 100ms", res, err)
 		}
@@ -454,8 +457,8 @@ func TestWait(t *testing.T) {
 		for i := range seq {
 			seq[i] = uint64(i)
 		}
-		ex, _, _ := newTestExecutor(ExecOptions{Frames: &seqHasher{hashes: seq}})
-		res, err := ex.Do(context.Background(), Action{Type: Wait})
+		ex, _, _ := newTestExecutor(Options{Frames: &seqHasher{hashes: seq}})
+		res, err := ex.Do(context.Background(), actions.Action{Type: actions.Wait})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -464,23 +467,23 @@ func TestWait(t *testing.T) {
 		}
 	})
 	t.Run("no frames", func(t *testing.T) {
-		ex, _, _ := newTestExecutor(ExecOptions{})
-		if _, err := ex.Do(context.Background(), Action{Type: Wait}); err == nil || !strings.Contains(err.Error(), "Frames") {
+		ex, _, _ := newTestExecutor(Options{})
+		if _, err := ex.Do(context.Background(), actions.Action{Type: actions.Wait}); err == nil || !strings.Contains(err.Error(), "Frames") {
 			t.Errorf("err = %v, want a missing frame source error", err)
 		}
 	})
 	t.Run("hash error", func(t *testing.T) {
 		boom := errors.New("capture broke")
-		ex, _, _ := newTestExecutor(ExecOptions{Frames: &seqHasher{err: boom}})
-		if _, err := ex.Do(context.Background(), Action{Type: Wait}); !errors.Is(err, boom) {
+		ex, _, _ := newTestExecutor(Options{Frames: &seqHasher{err: boom}})
+		if _, err := ex.Do(context.Background(), actions.Action{Type: actions.Wait}); !errors.Is(err, boom) {
 			t.Errorf("err = %v, want %v", err, boom)
 		}
 	})
 	t.Run("cancelled", func(t *testing.T) {
-		ex := NewExecutor(NewFakeInput(10, 10), ExecOptions{Frames: &seqHasher{hashes: []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}}})
+		ex := New(input.NewFake(10, 10), Options{Frames: &seqHasher{hashes: []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}}})
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Millisecond)
 		defer cancel()
-		res, err := ex.Do(ctx, Action{Type: Wait})
+		res, err := ex.Do(ctx, actions.Action{Type: actions.Wait})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err = %v, want the deadline", err)
 		}
@@ -491,20 +494,20 @@ func TestWait(t *testing.T) {
 }
 
 func TestFakeInputRecordsAndFails(t *testing.T) {
-	in := NewFakeInput(3, 4)
+	in := input.NewFake(3, 4)
 	in.FailAt(2, nil)
 	if w, h, err := in.ScreenSize(); w != 3 || h != 4 || err != nil {
 		t.Errorf("ScreenSize = %d, %d, %v", w, h, err)
 	}
-	if err := in.MoveTo(1, 2); !errors.Is(err, ErrFakeFailure) {
-		t.Errorf("second call err = %v, want ErrFakeFailure", err)
+	if err := in.MoveTo(1, 2); !errors.Is(err, input.ErrFakeFailure) {
+		t.Errorf("second call err = %v, want input.ErrFakeFailure", err)
 	}
 	boom := errors.New("boom")
 	in.FailAt(1, boom)
-	if err := in.KeyDown(Key{Keysym: "a"}); !errors.Is(err, boom) {
+	if err := in.KeyDown(actions.Key{Keysym: "a"}); !errors.Is(err, boom) {
 		t.Errorf("err = %v, want boom", err)
 	}
-	_ = in.ButtonDown(Back)
+	_ = in.ButtonDown(actions.Back)
 	_ = in.Wheel(-1, 2)
 	_ = in.PrepareText(context.Background(), "x")
 	_ = in.TypeRune('x')

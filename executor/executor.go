@@ -1,4 +1,4 @@
-package actions
+package executor
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/input"
 )
 
 // FrameHasher hashes the current screen contents; the daemon provides it from
@@ -24,7 +27,7 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// Defaults of ExecOptions.
+// Defaults of Options.
 const (
 	// DefaultScrollPixelsPerStep is what one wheel step scrolls in the apps a
 	// model drives most: Chromium scrolls 53 px per step on X11, Firefox
@@ -62,8 +65,8 @@ const MaxWheelSteps = 1000
 // a long path of far-apart points stays a quick drag.
 const maxDragSubsteps = 32
 
-// ExecOptions configures an Executor. Zero values mean the defaults.
-type ExecOptions struct {
+// Options configures an Executor. Zero values mean the defaults.
+type Options struct {
 	// Frames is the screen's frame hash, needed by wait (an error without).
 	Frames FrameHasher
 	// ScrollPixelsPerStep converts scroll pixels to wheel steps.
@@ -89,7 +92,7 @@ type ExecOptions struct {
 // Result is what one action reports besides success.
 type Result struct {
 	// ScrollSteps are the wheel steps a scroll sent (+y down, +x right).
-	ScrollSteps Point
+	ScrollSteps actions.Point
 	// Waited is how long a wait took; Settled is whether the screen
 	// stopped changing before the timeout.
 	Waited  time.Duration
@@ -99,12 +102,12 @@ type Result struct {
 }
 
 // Executor performs actions whose coordinates are screen coordinates on an
-// Input. It remembers every key and button it holds down so that a failed or
+// input.Device. It remembers every key and button it holds down so that a failed or
 // cancelled action, or ReleaseAll, releases them. Do and ReleaseAll are
 // serialised: ReleaseAll waits for a running action to end.
 type Executor struct {
-	in   Input
-	opts ExecOptions
+	in   input.Device
+	opts Options
 
 	mu   sync.Mutex
 	held []held // in the order they went down
@@ -112,8 +115,8 @@ type Executor struct {
 
 // held is a key or a button the Executor pressed and has not yet released.
 type held struct {
-	key    Key
-	button Button // "" for a key
+	key    actions.Key
+	button actions.Button // "" for a key
 }
 
 func (h held) String() string {
@@ -123,8 +126,8 @@ func (h held) String() string {
 	return "key " + h.key.Keysym
 }
 
-// NewExecutor returns an Executor on in; opts' zero fields take defaults.
-func NewExecutor(in Input, opts ExecOptions) *Executor {
+// New returns an Executor on in; opts' zero fields take defaults.
+func New(in input.Device, opts Options) *Executor {
 	if opts.ScrollPixelsPerStep <= 0 {
 		opts.ScrollPixelsPerStep = DefaultScrollPixelsPerStep
 	}
@@ -155,7 +158,7 @@ func NewExecutor(in Input, opts ExecOptions) *Executor {
 // Do performs one action. Its points must be on the screen: a point off it
 // is an error and nothing is done. Whatever the action pressed is released
 // before Do returns, also when it fails or ctx is cancelled half-way.
-func (e *Executor) Do(ctx context.Context, a Action) (Result, error) {
+func (e *Executor) Do(ctx context.Context, a actions.Action) (Result, error) {
 	// Validate's errors already name the action type.
 	if err := a.Validate(); err != nil {
 		return Result{}, err
@@ -182,30 +185,30 @@ func (e *Executor) ReleaseAll() error {
 	return e.releaseHeld()
 }
 
-func (e *Executor) do(ctx context.Context, a Action) (Result, error) {
+func (e *Executor) do(ctx context.Context, a actions.Action) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("not started: %w", err)
 	}
-	mods, _ := ParseKeys(a.Keys) // Validate checked them
+	mods, _ := actions.ParseKeys(a.Keys) // Validate checked them
 	switch a.Type {
-	case Click:
-		b, _ := ParseButton(a.Button)
+	case actions.Click:
+		b, _ := actions.ParseButton(a.Button)
 		return Result{}, e.clicks(a, mods, b, 1)
-	case DoubleClick:
-		return Result{}, e.clicks(a, mods, Left, 2)
-	case Drag:
+	case actions.DoubleClick:
+		return Result{}, e.clicks(a, mods, actions.Left, 2)
+	case actions.Drag:
 		return Result{}, e.drag(ctx, a.Path, mods)
-	case Move:
+	case actions.Move:
 		return Result{}, e.move(a, mods)
-	case Scroll:
+	case actions.Scroll:
 		return e.scroll(a, mods)
-	case Keypress:
+	case actions.Keypress:
 		return Result{}, e.withKeys(mods, func() error { return nil })
-	case TypeText:
+	case actions.TypeText:
 		return Result{}, e.typeText(ctx, a.Text)
-	case Wait:
+	case actions.Wait:
 		return e.wait(ctx)
-	case Screenshot:
+	case actions.Screenshot:
 		// The daemon takes the screenshot after the batch.
 		return Result{}, nil
 	}
@@ -214,8 +217,8 @@ func (e *Executor) do(ctx context.Context, a Action) (Result, error) {
 
 // clicks moves to the action's point and clicks n times with mods held; the
 // clicks of a double click are DoubleClickInterval apart.
-func (e *Executor) clicks(a Action, mods []Key, b Button, n int) error {
-	if err := e.checkPoints([]Point{{a.X, a.Y}}); err != nil {
+func (e *Executor) clicks(a actions.Action, mods []actions.Key, b actions.Button, n int) error {
+	if err := e.checkPoints([]actions.Point{{X: a.X, Y: a.Y}}); err != nil {
 		return err
 	}
 	if err := e.moveTo(a.X, a.Y); err != nil {
@@ -239,14 +242,14 @@ func (e *Executor) clicks(a Action, mods []Key, b Button, n int) error {
 	})
 }
 
-func (e *Executor) move(a Action, mods []Key) error {
-	if err := e.checkPoints([]Point{{a.X, a.Y}}); err != nil {
+func (e *Executor) move(a actions.Action, mods []actions.Key) error {
+	if err := e.checkPoints([]actions.Point{{X: a.X, Y: a.Y}}); err != nil {
 		return err
 	}
 	return e.withKeys(mods, func() error { return e.moveTo(a.X, a.Y) })
 }
 
-func (e *Executor) drag(ctx context.Context, path []Point, mods []Key) error {
+func (e *Executor) drag(ctx context.Context, path []actions.Point, mods []actions.Key) error {
 	if err := e.checkPoints(path); err != nil {
 		return err
 	}
@@ -254,7 +257,7 @@ func (e *Executor) drag(ctx context.Context, path []Point, mods []Key) error {
 		return err
 	}
 	return e.withKeys(mods, func() error {
-		if err := e.buttonDown(Left); err != nil {
+		if err := e.buttonDown(actions.Left); err != nil {
 			return err
 		}
 		for _, p := range interpolate(path, e.opts.DragStepPixels) {
@@ -265,29 +268,29 @@ func (e *Executor) drag(ctx context.Context, path []Point, mods []Key) error {
 				return err
 			}
 		}
-		return e.buttonUp(Left)
+		return e.buttonUp(actions.Left)
 	})
 }
 
 // interpolate returns the points after path[0] with extra points between two
 // that are more than step apart on either axis (at most maxDragSubsteps per
 // segment). Every point of path is kept, in order.
-func interpolate(path []Point, step int) []Point {
-	out := make([]Point, 0, len(path))
+func interpolate(path []actions.Point, step int) []actions.Point {
+	out := make([]actions.Point, 0, len(path))
 	for i := 1; i < len(path); i++ {
 		from, to := path[i-1], path[i]
 		dx, dy := to.X-from.X, to.Y-from.Y
 		n := (max(abs(dx), abs(dy)) + step - 1) / step
 		n = min(max(n, 1), maxDragSubsteps)
 		for j := 1; j < n; j++ {
-			out = append(out, Point{from.X + roundDiv(dx*j, n), from.Y + roundDiv(dy*j, n)})
+			out = append(out, actions.Point{X: from.X + roundDiv(dx*j, n), Y: from.Y + roundDiv(dy*j, n)})
 		}
 		out = append(out, to)
 	}
 	return out
 }
 
-func (e *Executor) scroll(a Action, mods []Key) (Result, error) {
+func (e *Executor) scroll(a actions.Action, mods []actions.Key) (Result, error) {
 	sx, err := wheelSteps(a.ScrollX, e.opts.ScrollPixelsPerStep)
 	if err != nil {
 		return Result{}, fmt.Errorf("scroll_x: %w", err)
@@ -296,13 +299,13 @@ func (e *Executor) scroll(a Action, mods []Key) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("scroll_y: %w", err)
 	}
-	if err := e.checkPoints([]Point{{a.X, a.Y}}); err != nil {
+	if err := e.checkPoints([]actions.Point{{X: a.X, Y: a.Y}}); err != nil {
 		return Result{}, err
 	}
 	if err := e.moveTo(a.X, a.Y); err != nil {
 		return Result{}, err
 	}
-	res := Result{ScrollSteps: Point{sx, sy}}
+	res := Result{ScrollSteps: actions.Point{X: sx, Y: sy}}
 	if sx == 0 && sy == 0 {
 		return res, nil
 	}
@@ -363,7 +366,7 @@ func (e *Executor) typeText(ctx context.Context, text string) error {
 
 func (e *Executor) wait(ctx context.Context) (Result, error) {
 	if e.opts.Frames == nil {
-		return Result{}, errors.New("no frame source to watch (ExecOptions.Frames is nil)")
+		return Result{}, errors.New("no frame source to watch (Options.Frames is nil)")
 	}
 	clock := e.opts.Clock
 	start := clock.Now()
@@ -395,7 +398,7 @@ func (e *Executor) wait(ctx context.Context) (Result, error) {
 }
 
 // checkPoints rejects points off the screen before anything is done.
-func (e *Executor) checkPoints(pts []Point) error {
+func (e *Executor) checkPoints(pts []actions.Point) error {
 	w, h, err := e.in.ScreenSize()
 	if err != nil {
 		return fmt.Errorf("screen size: %w", err)
@@ -414,7 +417,7 @@ func (e *Executor) checkPoints(pts []Point) error {
 
 // withKeys presses keys in order, runs fn, and releases them in reverse
 // order. On failure the caller's releaseHeld releases what is still down.
-func (e *Executor) withKeys(keys []Key, fn func() error) error {
+func (e *Executor) withKeys(keys []actions.Key, fn func() error) error {
 	for _, k := range keys {
 		if err := e.keyDown(k); err != nil {
 			return err
@@ -440,7 +443,7 @@ func (e *Executor) moveTo(x, y int) error {
 
 // keyDown and buttonDown track the press before making it: a press that
 // fails may still have reached the display, so it is released too.
-func (e *Executor) keyDown(k Key) error {
+func (e *Executor) keyDown(k actions.Key) error {
 	e.held = append(e.held, held{key: k})
 	if err := e.in.KeyDown(k); err != nil {
 		return fmt.Errorf("press key %s: %w", k.Keysym, err)
@@ -448,7 +451,7 @@ func (e *Executor) keyDown(k Key) error {
 	return nil
 }
 
-func (e *Executor) keyUp(k Key) error {
+func (e *Executor) keyUp(k actions.Key) error {
 	if err := e.in.KeyUp(k); err != nil {
 		return fmt.Errorf("release key %s: %w", k.Keysym, err)
 	}
@@ -456,7 +459,7 @@ func (e *Executor) keyUp(k Key) error {
 	return nil
 }
 
-func (e *Executor) buttonDown(b Button) error {
+func (e *Executor) buttonDown(b actions.Button) error {
 	e.held = append(e.held, held{button: b})
 	if err := e.in.ButtonDown(b); err != nil {
 		return fmt.Errorf("press button %s: %w", b, err)
@@ -464,7 +467,7 @@ func (e *Executor) buttonDown(b Button) error {
 	return nil
 }
 
-func (e *Executor) buttonUp(b Button) error {
+func (e *Executor) buttonUp(b actions.Button) error {
 	if err := e.in.ButtonUp(b); err != nil {
 		return fmt.Errorf("release button %s: %w", b, err)
 	}

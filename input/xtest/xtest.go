@@ -1,6 +1,11 @@
 //go:build linux && cgo
 
-package actions
+// Package xtest is the input.Device of an X display: robotgo for the pointer
+// and the wheel, XTEST on an Xlib connection of its own for keys, typing and
+// the extra buttons (cgo, libX11, libXtst). It survives the X server
+// restarting: calls fail with input.ErrDisplayLost while the display is gone
+// and reconnect once it is back.
+package xtest
 
 /*
 #cgo LDFLAGS: -lX11 -lXtst
@@ -251,16 +256,19 @@ import (
 	"unsafe"
 
 	"github.com/go-vgo/robotgo"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/input"
 )
 
+var _ input.Device = (*Device)(nil)
+
 // robotgo keeps one X connection per process in C globals, so only one
-// robotgo Input may be open at a time.
+// robotgo input.Device may be open at a time.
 var (
 	robotgoMu   sync.Mutex
 	robotgoOpen bool
 )
-
-var errInputClosed = errors.New("input is closed")
 
 // rebindAfter is the least time between the last use of a spare keycode and
 // binding it to another character. Clients re-read the keymap lazily, when
@@ -304,7 +312,7 @@ const (
 // changes, 50–330 ms otherwise.
 const releaseWait = 3 * time.Second
 
-// robotgoInput drives one X display. Mouse motion, buttons 1–3 and the
+// Device drives one X display. Mouse motion, buttons 1–3 and the
 // wheel go through robotgo. Keys, typing and buttons 8/9 go through XTEST on
 // a connection of its own, because robotgo cannot do them faithfully: its key API knows only its own table of names and a fixed
 // character table, so it cannot press an arbitrary keysym; its Unicode path
@@ -315,7 +323,7 @@ const releaseWait = 3 * time.Second
 // Every X call runs on one goroutine locked to its OS thread: Xlib and
 // robotgo's C code are not thread-safe. Both connections synchronise after
 // each operation, so the server sees the operations in the order made.
-type robotgoInput struct {
+type Device struct {
 	calls  chan func()
 	stop   chan struct{}
 	exited chan struct{}
@@ -330,7 +338,7 @@ type robotgoInput struct {
 	km       keymap
 	codeDown map[C.KeyCode]int  // presses per keycode sent and not released
 	keysDown map[string]keyDown // by keysym name
-	btnsDown map[Button]bool
+	btnsDown map[actions.Button]bool
 	// plan is the rest of the text given to PrepareText, which TypeRune is
 	// expected to type next: a character missing from the keymap binds
 	// the next batch of missing characters, not just itself.
@@ -344,11 +352,11 @@ type keyDown struct {
 	shift bool // Shift was pressed with it
 }
 
-// NewRobotgoInput opens display (like ":1"; empty means $DISPLAY) for input.
+// Open opens display (like ":1"; empty means $DISPLAY) for input.
 // Only one may be open per process at a time; Close it to open another.
 // Keys and buttons that an earlier XTEST client (a killed agentd) left down
 // are released first, here and after every reconnect.
-func NewRobotgoInput(display string) (Input, error) {
+func Open(display string) (*Device, error) {
 	if display == "" {
 		display = os.Getenv("DISPLAY")
 	}
@@ -363,14 +371,14 @@ func NewRobotgoInput(display string) (Input, error) {
 	robotgoOpen = true
 	robotgoMu.Unlock()
 
-	in := &robotgoInput{
+	in := &Device{
 		display:  display,
 		calls:    make(chan func()),
 		stop:     make(chan struct{}),
 		exited:   make(chan struct{}),
 		codeDown: map[C.KeyCode]int{},
 		keysDown: map[string]keyDown{},
-		btnsDown: map[Button]bool{},
+		btnsDown: map[actions.Button]bool{},
 	}
 	ready := make(chan error, 1)
 	go in.loop(display, ready)
@@ -390,7 +398,7 @@ func releaseRobotgo() {
 
 // loop serves calls on a locked OS thread. It never unlocks: the thread ends
 // with the goroutine, and Xlib's per-thread state with it.
-func (in *robotgoInput) loop(display string, ready chan<- error) {
+func (in *Device) loop(display string, ready chan<- error) {
 	runtime.LockOSThread()
 	defer close(in.exited)
 	if err := in.open(display); err != nil {
@@ -416,16 +424,16 @@ const (
 )
 
 // do runs fn on the X thread and returns its error. If the display was lost
-// it reconnects first; if fn loses it, the error wraps ErrDisplayLost.
-func (in *robotgoInput) do(fn func() error) error {
+// it reconnects first; if fn loses it, the error wraps input.ErrDisplayLost.
+func (in *Device) do(fn func() error) error {
 	return in.run(fn, true)
 }
 
-func (in *robotgoInput) run(fn func() error, reconnect bool) error {
+func (in *Device) run(fn func() error, reconnect bool) error {
 	res := make(chan error, 1)
 	call := func() {
 		if in.closed {
-			res <- errInputClosed
+			res <- input.ErrClosed
 			return
 		}
 		if in.dpy == nil && reconnect {
@@ -437,7 +445,7 @@ func (in *robotgoInput) run(fn func() error, reconnect bool) error {
 		err := fn()
 		if lost := C.agentd_take_lost(); lost != 0 {
 			in.lose(int(lost))
-			err = fmt.Errorf("%w: the connection to the X server of %s broke (it exited or restarted)", ErrDisplayLost, in.display)
+			err = fmt.Errorf("%w: the connection to the X server of %s broke (it exited or restarted)", input.ErrDisplayLost, in.display)
 		}
 		res <- err
 	}
@@ -445,11 +453,11 @@ func (in *robotgoInput) run(fn func() error, reconnect bool) error {
 	case in.calls <- call:
 		return <-res
 	case <-in.stop:
-		return errInputClosed
+		return input.ErrClosed
 	}
 }
 
-func (in *robotgoInput) open(display string) error {
+func (in *Device) open(display string) error {
 	C.agentd_init()
 	name := C.CString(display)
 	defer C.free(unsafe.Pointer(name))
@@ -489,27 +497,27 @@ func (in *robotgoInput) open(display string) error {
 
 // reconnect opens the display again after it was lost: a restarted X
 // server is served without restarting agentd.
-func (in *robotgoInput) reconnect() error {
+func (in *Device) reconnect() error {
 	err := in.open(in.display)
 	if C.agentd_take_lost() != 0 && err == nil {
 		err = errors.New("lost again while connecting")
 	}
 	if err != nil {
 		in.drop()
-		return fmt.Errorf("%w: reconnect to %s: %w", ErrDisplayLost, in.display, err)
+		return fmt.Errorf("%w: reconnect to %s: %w", input.ErrDisplayLost, in.display, err)
 	}
 	return nil
 }
 
 // lose handles the loss of one or both connections. When the X server is
-// still there (only robotgo's connection broke), whatever this Input
+// still there (only robotgo's connection broke), whatever this input.Device
 // pressed is released and its typing bindings removed on the connection
 // left before both are closed: the server keeps XTEST presses of a client
 // that disconnects.
-func (in *robotgoInput) lose(lost int) {
+func (in *Device) lose(lost int) {
 	if lost&lostXTest == 0 && in.dpy != nil {
 		for b := range in.btnsDown {
-			if n, ok := map[Button]C.uint{Left: 1, Middle: 2, Right: 3, Back: 8, Forward: 9}[b]; ok {
+			if n, ok := map[actions.Button]C.uint{actions.Left: 1, actions.Middle: 2, actions.Right: 3, actions.Back: 8, actions.Forward: 9}[b]; ok {
 				C.XTestFakeButtonEvent(in.dpy, n, C.False, C.CurrentTime)
 			}
 		}
@@ -529,7 +537,7 @@ func (in *robotgoInput) lose(lost int) {
 // drop closes both connections and forgets everything tied to them (what
 // was pressed, the keymap and its bindings): none of it exists on a new
 // server.
-func (in *robotgoInput) drop() {
+func (in *Device) drop() {
 	if in.dpy != nil {
 		C.XCloseDisplay(in.dpy)
 		in.dpy = nil
@@ -546,7 +554,7 @@ func (in *robotgoInput) drop() {
 
 // closeX releases what is still pressed, removes the keymap bindings made
 // for typing, and closes both connections.
-func (in *robotgoInput) closeX() {
+func (in *Device) closeX() {
 	if in.dpy == nil {
 		robotgo.CloseMainDisplay()
 		return
@@ -567,9 +575,9 @@ func (in *robotgoInput) closeX() {
 	robotgo.CloseMainDisplay()
 }
 
-// Close implements Input. Keys and buttons still held are released. Closing
+// Close implements input.Device. Keys and buttons still held are released. Closing
 // twice is a no-op.
-func (in *robotgoInput) Close() error {
+func (in *Device) Close() error {
 	var err error
 	in.once.Do(func() {
 		err = in.run(func() error { in.closeX(); in.closed = true; return nil }, false)
@@ -588,8 +596,8 @@ func xerr(what string, code C.int) error {
 	return fmt.Errorf("%s: X error %d", what, int(code))
 }
 
-// ScreenSize implements Input.
-func (in *robotgoInput) ScreenSize() (w, h int, err error) {
+// ScreenSize implements input.Device.
+func (in *Device) ScreenSize() (w, h int, err error) {
 	err = in.do(func() error {
 		var cw, ch C.int
 		if C.agentd_screen_size(in.dpy, &cw, &ch) == 0 {
@@ -601,25 +609,25 @@ func (in *robotgoInput) ScreenSize() (w, h int, err error) {
 	return w, h, err
 }
 
-// MoveTo implements Input.
-func (in *robotgoInput) MoveTo(x, y int) error {
+// MoveTo implements input.Device.
+func (in *Device) MoveTo(x, y int) error {
 	return in.do(func() error {
 		robotgo.Move(x, y) // XWarpPointer and XSync
 		return xerr("move", C.agentd_take_error())
 	})
 }
 
-// ButtonDown implements Input.
-func (in *robotgoInput) ButtonDown(b Button) error {
+// ButtonDown implements input.Device.
+func (in *Device) ButtonDown(b actions.Button) error {
 	return in.do(func() error { return in.button(b, true) })
 }
 
-// ButtonUp implements Input.
-func (in *robotgoInput) ButtonUp(b Button) error {
+// ButtonUp implements input.Device.
+func (in *Device) ButtonUp(b actions.Button) error {
 	return in.do(func() error { return in.button(b, false) })
 }
 
-func (in *robotgoInput) button(b Button, down bool) error {
+func (in *Device) button(b actions.Button, down bool) error {
 	dir := "up"
 	if down {
 		dir = "down"
@@ -628,8 +636,8 @@ func (in *robotgoInput) button(b Button, down bool) error {
 		delete(in.btnsDown, b)
 	}
 	switch b {
-	case Left, Right, Middle:
-		name := map[Button]string{Left: "left", Right: "right", Middle: "center"}[b]
+	case actions.Left, actions.Right, actions.Middle:
+		name := map[actions.Button]string{actions.Left: "left", actions.Right: "right", actions.Middle: "center"}[b]
 		// Toggle sends XTestFakeButtonEvent and XSyncs; with two
 		// arguments it does not sleep.
 		if err := robotgo.Toggle(name, dir); err != nil {
@@ -638,10 +646,10 @@ func (in *robotgoInput) button(b Button, down bool) error {
 		if err := xerr("button "+dir, C.agentd_take_error()); err != nil || down {
 			return err
 		}
-		in.awaitRelease(map[Button]C.uint{Left: C.Button1Mask, Middle: C.Button2Mask, Right: C.Button3Mask}[b])
+		in.awaitRelease(map[actions.Button]C.uint{actions.Left: C.Button1Mask, actions.Middle: C.Button2Mask, actions.Right: C.Button3Mask}[b])
 		return nil
-	case Back, Forward:
-		x := map[Button]C.uint{Back: 8, Forward: 9}[b]
+	case actions.Back, actions.Forward:
+		x := map[actions.Button]C.uint{actions.Back: 8, actions.Forward: 9}[b]
 		isPress := C.Bool(C.False)
 		if down {
 			isPress = C.True
@@ -655,7 +663,7 @@ func (in *robotgoInput) button(b Button, down bool) error {
 // awaitRelease waits until the server no longer has the button of mask
 // down, at most releaseWait: see releaseWait. Buttons 8 and 9 have no core
 // mask bit and are not waited for.
-func (in *robotgoInput) awaitRelease(mask C.uint) {
+func (in *Device) awaitRelease(mask C.uint) {
 	deadline := time.Now().Add(releaseWait)
 	for pause := 500 * time.Microsecond; C.agentd_buttons_down(in.dpy, mask) != 0 && time.Now().Before(deadline); {
 		time.Sleep(pause)
@@ -663,21 +671,21 @@ func (in *robotgoInput) awaitRelease(mask C.uint) {
 	}
 }
 
-// Wheel implements Input.
-func (in *robotgoInput) Wheel(stepsX, stepsY int) error {
+// Wheel implements input.Device.
+func (in *Device) Wheel(stepsX, stepsY int) error {
 	return in.do(func() error {
 		// robotgo sends buttons 4 for y > 0, 5 for y < 0, 6 for x > 0 and 7
-		// for x < 0: the opposite signs of Input's. The third argument is
+		// for x < 0: the opposite signs of input.Device's. The third argument is
 		// its delay after scrolling, which defaults to 10 ms.
 		robotgo.Scroll(-stepsX, -stepsY, 0)
 		return xerr("wheel", C.agentd_take_error())
 	})
 }
 
-// KeyDown implements Input. A keysym that needs Shift on this layout is
+// KeyDown implements input.Device. A keysym that needs Shift on this layout is
 // pressed with Shift, as a person would; one absent from the layout is bound
 // to a spare keycode first.
-func (in *robotgoInput) KeyDown(k Key) error {
+func (in *Device) KeyDown(k actions.Key) error {
 	return in.do(func() error {
 		if _, ok := in.keysDown[k.Keysym]; ok {
 			return fmt.Errorf("key %s is already down", k.Keysym)
@@ -700,9 +708,9 @@ func (in *robotgoInput) KeyDown(k Key) error {
 	})
 }
 
-// KeyUp implements Input. A key this Input does not hold is not released: it
+// KeyUp implements input.Device. A key this input.Device does not hold is not released: it
 // was never pressed, or something else pressed it.
-func (in *robotgoInput) KeyUp(k Key) error {
+func (in *Device) KeyUp(k actions.Key) error {
 	return in.do(func() error {
 		d, ok := in.keysDown[k.Keysym]
 		if !ok {
@@ -718,12 +726,15 @@ func (in *robotgoInput) KeyUp(k Key) error {
 	})
 }
 
-// PrepareText implements Input: it binds the characters of text that the
+// PrepareText implements input.Device: it binds the characters of text that the
 // keymap lacks to spare keycodes in one XChangeKeyboardMapping (the first
 // ones only, if there are more than spare keycodes: TypeRune binds the next
 // batch when it gets there), then, if that changed the mapping, waits for
 // the focused application to catch up (see keymapCatchUp).
-func (in *robotgoInput) PrepareText(ctx context.Context, text string) error {
+func (in *Device) PrepareText(ctx context.Context, text string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return in.do(func() error {
 		in.plan = in.plan[:0]
 		for _, r := range text {
@@ -737,8 +748,8 @@ func (in *robotgoInput) PrepareText(ctx context.Context, text string) error {
 	})
 }
 
-// TypeRune implements Input.
-func (in *robotgoInput) TypeRune(r rune) error {
+// TypeRune implements input.Device.
+func (in *Device) TypeRune(r rune) error {
 	return in.do(func() error {
 		sym := runeKeysym(r)
 		if len(in.plan) > 0 && in.plan[0] != sym {
@@ -765,13 +776,13 @@ func (in *robotgoInput) TypeRune(r rune) error {
 
 // press and release count presses per keycode, so a keycode two keys share
 // (Shift for "!" while Shift is held) goes down once and up last.
-func (in *robotgoInput) press(code C.KeyCode) {
+func (in *Device) press(code C.KeyCode) {
 	if in.codeDown[code]++; in.codeDown[code] == 1 {
 		C.XTestFakeKeyEvent(in.dpy, C.uint(code), C.True, C.CurrentTime)
 	}
 }
 
-func (in *robotgoInput) release(code C.KeyCode) {
+func (in *Device) release(code C.KeyCode) {
 	switch in.codeDown[code] {
 	case 0:
 		return
@@ -786,7 +797,7 @@ func (in *robotgoInput) release(code C.KeyCode) {
 // codeFor finds the keycode that types sym and whether it needs Shift,
 // binding sym to a spare keycode when the layout lacks it. Modifier keys
 // never get Shift added: their keycode is what matters.
-func (in *robotgoInput) codeFor(sym C.KeySym, modifier bool) (C.KeyCode, bool, error) {
+func (in *Device) codeFor(sym C.KeySym, modifier bool) (C.KeyCode, bool, error) {
 	if C.agentd_mapping_changed(in.dpy) != 0 {
 		if err := in.km.load(in.dpy, false); err != nil {
 			return 0, false, err
@@ -822,7 +833,7 @@ func (in *robotgoInput) codeFor(sym C.KeySym, modifier bool) (C.KeyCode, bool, e
 // refreshKeymap makes sure every MappingNotify the server sent so far has
 // been seen, and reloads the mapping if there was one: a batch of bindings
 // rewrites a range of keycodes from this copy.
-func (in *robotgoInput) refreshKeymap() error {
+func (in *Device) refreshKeymap() error {
 	if err := xerr("sync", C.agentd_sync(in.dpy)); err != nil {
 		return err
 	}
@@ -835,7 +846,7 @@ func (in *robotgoInput) refreshKeymap() error {
 // bindNext binds the missing keysyms at the start of in.plan, as many as
 // the spare keycodes allow, in one mapping change; it reports whether it
 // changed the mapping.
-func (in *robotgoInput) bindNext(ctx context.Context) (bool, error) {
+func (in *Device) bindNext(ctx context.Context) (bool, error) {
 	if err := in.refreshKeymap(); err != nil {
 		return false, err
 	}
@@ -857,7 +868,7 @@ func (in *robotgoInput) bindNext(ctx context.Context) (bool, error) {
 		}
 	}
 	if wait > 0 {
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := sleep(ctx, wait); err != nil {
 			return false, err
 		}
 	}
@@ -866,18 +877,18 @@ func (in *robotgoInput) bindNext(ctx context.Context) (bool, error) {
 
 // catchUp waits until the focused application has read the mapping change
 // just made: see keymapCatchUp.
-func (in *robotgoInput) catchUp(ctx context.Context) error {
+func (in *Device) catchUp(ctx context.Context) error {
 	in.pingToken++
 	token := C.long(in.pingToken)
 	target := C.agentd_ping_focus(in.dpy, token)
 	if target == 0 {
 		_ = C.agentd_take_error()
-		return sleepCtx(ctx, keymapSettle)
+		return sleep(ctx, keymapSettle)
 	}
 	defer C.agentd_ping_done(in.dpy)
 	deadline := time.Now().Add(keymapCatchUp)
 	for pause := 500 * time.Microsecond; C.agentd_ping_answered(in.dpy, target, token) == 0 && time.Now().Before(deadline); {
-		if err := sleepCtx(ctx, pause); err != nil {
+		if err := sleep(ctx, pause); err != nil {
 			return err
 		}
 		pause = min(2*pause, 5*time.Millisecond)
@@ -1083,7 +1094,7 @@ func (km *keymap) planBatch(text []C.KeySym) ([]*spareCode, []C.KeySym) {
 // XChangeKeyboardMapping over the range of keycodes from the lowest pick
 // to the highest; the keycodes between keep their mapping (this copy is
 // fresh: see refreshKeymap). Bindings stay until the keycode is needed
-// again or the Input closes (see rebindAfter for why they are not undone
+// again or the input.Device closes (see rebindAfter for why they are not undone
 // at once).
 func (km *keymap) bindAll(dpy *C.Display, picks []*spareCode, syms []C.KeySym) error {
 	lo, hi := int(picks[0].code), int(picks[0].code)
@@ -1132,5 +1143,17 @@ func (km *keymap) unbindAll(dpy *C.Display) {
 	}
 	for _, s := range km.spare {
 		s.sym = 0
+	}
+}
+
+// sleep waits for d or until ctx ends, and returns ctx's error then.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

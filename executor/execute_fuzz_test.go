@@ -1,4 +1,4 @@
-package actions
+package executor
 
 import (
 	"context"
@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/input"
 )
 
 // FuzzExecute builds actions field by field, as a model might send them,
-// and runs those Validate accepts on a FakeInput, failing one call or
+// and runs those Validate accepts on a input.Fake, failing one call or
 // cancelling at one call when told to. Nothing panics; what Validate
 // refuses does nothing; an accepted action encodes to JSON Decode takes
 // back; a point off the screen does nothing but ask the screen size; and
@@ -17,22 +20,22 @@ import (
 // or button is left down. Seeds are in testdata/fuzz/FuzzExecute.
 func FuzzExecute(f *testing.F) {
 	f.Fuzz(func(t *testing.T, typ uint8, x, y int, button, keys string, path []byte, sx, sy int, text string, failAt, cancelAt uint8) {
-		a := Action{Type: Types()[int(typ)%len(Types())], X: x, Y: y, Button: Button(button), ScrollX: sx, ScrollY: sy, Text: text}
+		a := actions.Action{Type: actions.Types()[int(typ)%len(actions.Types())], X: x, Y: y, Button: actions.Button(button), ScrollX: sx, ScrollY: sy, Text: text}
 		if keys != "" {
 			a.Keys = strings.Split(keys, ",")
 		}
-		for len(path) >= 4 && len(a.Path) <= MaxPathLen {
-			a.Path = append(a.Path, Point{X: int(int16(binary.LittleEndian.Uint16(path))), Y: int(int16(binary.LittleEndian.Uint16(path[2:])))})
+		for len(path) >= 4 && len(a.Path) <= actions.MaxPathLen {
+			a.Path = append(a.Path, actions.Point{X: int(int16(binary.LittleEndian.Uint16(path))), Y: int(int16(binary.LittleEndian.Uint16(path[2:])))})
 			path = path[4:]
 		}
-		ex, in, _ := newTestExecutor(ExecOptions{Frames: &seqHasher{hashes: []uint64{1}}})
+		ex, in, _ := newTestExecutor(Options{Frames: &seqHasher{hashes: []uint64{1}}})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		if failAt > 0 {
 			in.FailAt(int(failAt%32), nil)
 		}
 		if cancelAt > 0 {
-			in.OnCall(func(n int, _ Call) {
+			in.OnCall(func(n int, _ input.Call) {
 				if n == int(cancelAt%32) {
 					cancel()
 				}
@@ -50,7 +53,7 @@ func FuzzExecute(f *testing.F) {
 		if merr != nil {
 			t.Fatalf("marshal %+v: %v", a, merr)
 		}
-		if _, derr := Decode(enc); derr != nil {
+		if _, derr := actions.Decode(enc); derr != nil {
 			t.Fatalf("valid %+v encodes as %s, which Decode refuses: %v", a, enc, derr)
 		}
 		offScreen := false

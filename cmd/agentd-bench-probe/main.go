@@ -1,5 +1,11 @@
 //go:build linux && cgo
 
+// Command agentd-bench-probe is the measuring helper of `agentctl bench`: run
+// inside the guest with its DISPLAY, it times agentd's capture, scaling and
+// encoding on their own, and the in-process capture libraries peers use, one
+// sample per request over stdin and stdout (see bench/probe). It is a binary
+// of its own so the production daemon carries none of it; robotgo needs cgo,
+// like agentd.
 package main
 
 import (
@@ -17,12 +23,14 @@ import (
 	"github.com/agentd-dev/agentd/bench/probe"
 )
 
-// runBenchProbe is agentd as the measuring helper of `agentctl bench`,
-// started with probe.Arg as its first argument: a hidden mode, not a flag,
-// that serves no one but the bench, which starts it with the guest's
-// DISPLAY. robotgo needs cgo, and agentd is the cgo binary a guest already
-// has.
-func runBenchProbe() error {
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "agentd-bench-probe:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	display := os.Getenv("DISPLAY")
