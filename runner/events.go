@@ -92,6 +92,9 @@ const (
 	EventScreenshot EventKind = "screenshot"
 	// EventCode: a code call finished (CallID, Code, Duration).
 	EventCode EventKind = "code"
+	// EventFunction: a function call ended, well or not (Function,
+	// Duration).
+	EventFunction EventKind = "function"
 	// EventFinal: the model's final message (Message).
 	EventFinal EventKind = "final"
 )
@@ -117,6 +120,7 @@ type Event struct {
 	Approval   *ApprovalEvent   `json:"approval,omitempty"`
 	Screenshot *ScreenshotEvent `json:"screenshot,omitempty"`
 	Code       *CodeEvent       `json:"code,omitempty"`
+	Function   *FunctionEvent   `json:"function,omitempty"`
 	// Message is the final message (EventFinal).
 	Message string `json:"message,omitempty"`
 }
@@ -129,6 +133,17 @@ type ActionEvent struct {
 	Summary string                `json:"summary"`
 	Result  computer.ActionResult `json:"result"`
 	// Error is why the action failed ("" when it succeeded).
+	Error string `json:"error,omitempty"`
+}
+
+// FunctionEvent describes an ended function call. It holds neither the
+// arguments nor the output.
+type FunctionEvent struct {
+	Name string `json:"name"`
+	// Supplied is set when RunControl.SupplyOutputs answered the call.
+	Supplied bool `json:"supplied,omitempty"`
+	// Error is "failed" when the function failed, panicked or returned an
+	// invalid output ("" when it succeeded).
 	Error string `json:"error,omitempty"`
 }
 

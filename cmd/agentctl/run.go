@@ -234,6 +234,12 @@ func (p progress) event(e runner.Event) {
 			what += ", namespace lost (" + c.Stopped + ")"
 		}
 		fmt.Fprintf(p.w, "  %-40s %s\n", what, round(e.Duration))
+	case runner.EventFunction:
+		status := "done"
+		if e.Function.Error != "" {
+			status = "FAILED"
+		}
+		fmt.Fprintf(p.w, "  %-40s %s %s\n", "function "+runner.Printable(e.Function.Name), status, round(e.Duration))
 	case runner.EventScreenshot:
 		img := e.Screenshot.Transform.Image
 		fmt.Fprintf(p.w, "  %-40s %s\n", fmt.Sprintf("screenshot %dx%d, %d KB", img.W, img.H, (e.Screenshot.Bytes+1023)/1024), round(e.Duration))
