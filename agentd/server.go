@@ -1,6 +1,7 @@
 // Package agentd is the guest daemon's server: an authenticated websocket
 // through which one controller at a time performs computer actions and takes
-// screenshots, and a /healthz probe.
+// screenshots, watchers that only receive frames (watch.go), and a /healthz
+// probe.
 //
 // Concurrency rules:
 //   - A Server accepts any number of HTTP requests, but at most one websocket
@@ -102,6 +103,8 @@ type Server struct {
 	// buffer the Screen reuses, and /healthz captures from other goroutines.
 	screenMu sync.Mutex
 
+	watch watchers
+
 	mu      sync.Mutex
 	active  bool          // a controller holds the session
 	idle    chan struct{} // closed when the active session has fully ended
@@ -132,6 +135,7 @@ func New(cfg Config) (*Server, error) {
 	s.base, s.stopAll = context.WithCancel(context.Background())
 	s.mux.HandleFunc("/healthz", s.serveHealth)
 	s.mux.HandleFunc("/v1", s.serveSession)
+	s.mux.HandleFunc(wire.WatchPath, s.serveWatch)
 	return s, nil
 }
 
@@ -154,7 +158,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	select {
 	case <-idle:
-		return nil
+		return s.watch.wait(ctx)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

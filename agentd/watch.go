@@ -1,0 +1,230 @@
+package agentd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// watchers counts and waits for the watch connections (wire.WatchPath).
+// They never touch the controller slot: a watcher and the controller are
+// served side by side.
+type watchers struct {
+	mu sync.Mutex
+	n  int
+	wg sync.WaitGroup
+}
+
+func (w *watchers) enter() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n >= wire.MaxWatchers {
+		return false
+	}
+	w.n++
+	w.wg.Add(1)
+	return true
+}
+
+func (w *watchers) leave() {
+	w.mu.Lock()
+	w.n--
+	w.mu.Unlock()
+	w.wg.Done()
+}
+
+// wait returns when every watcher has ended, or ctx is done.
+func (w *watchers) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// watchOptions reads a watch request's query: the frame rate and the size
+// frames fit within.
+func watchOptions(r *http.Request) (fps, width, height int, err error) {
+	q := r.URL.Query()
+	num := func(name string, def, lo, hi int) (int, error) {
+		s := q.Get(name)
+		if s == "" {
+			return def, nil
+		}
+		v, err := strconv.Atoi(s)
+		if err != nil || v < lo || v > hi {
+			return 0, fmt.Errorf("%s must be a whole number from %d to %d", name, lo, hi)
+		}
+		return v, nil
+	}
+	if fps, err = num("fps", wire.DefaultWatchFPS, 1, wire.MaxWatchFPS); err != nil {
+		return
+	}
+	if width, err = num("width", 0, 1, 1<<14); err != nil {
+		return
+	}
+	height, err = num("height", 0, 1, 1<<14)
+	return
+}
+
+// serveWatch serves one watcher: frames of the screen when it changes, at
+// most fps a second, and nothing else. Whatever the watcher sends ends it.
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
+	if code, msg := s.authorize(r); code != 0 {
+		s.cfg.Logf("refused %s from %s: %s", r.URL.Path, r.RemoteAddr, msg)
+		http.Error(w, msg, code)
+		return
+	}
+	fps, width, height, err := watchOptions(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.WatchSubprotocol}})
+	if err != nil {
+		s.cfg.Logf("watch: websocket upgrade failed: %v", err)
+		return
+	}
+	if conn.Subprotocol() != wire.WatchSubprotocol {
+		conn.Close(websocket.StatusPolicyViolation, "unsupported protocol: want "+wire.WatchSubprotocol)
+		return
+	}
+	if !s.watch.enter() {
+		conn.Close(websocket.StatusTryAgainLater, fmt.Sprintf("busy: %d watchers are connected", wire.MaxWatchers))
+		return
+	}
+	defer s.watch.leave()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.base, cancel)
+	defer stop()
+	// The limit makes any message small; it is refused anyway.
+	conn.SetReadLimit(1 << 10)
+
+	sw, sh := s.cfg.Screen.Size()
+	hello := wire.Hello{Op: wire.OpHello, Version: wire.Version, Screen: scaling.Size{W: sw, H: sh}}
+	if err := s.writeFrame(ctx, conn, websocket.MessageText, marshal(hello)); err != nil {
+		conn.CloseNow()
+		return
+	}
+	var readerDone sync.WaitGroup
+	readerDone.Add(1)
+	go func() {
+		defer readerDone.Done()
+		defer cancel()
+		if _, _, err := conn.Read(ctx); err == nil {
+			s.cfg.Logf("watch: a watcher sent a message; closing it")
+			conn.Close(websocket.StatusPolicyViolation, "watchers receive frames only: input is refused")
+		}
+	}()
+	s.watchLoop(ctx, conn, time.Second/time.Duration(fps), width, height)
+	cancel()
+	conn.CloseNow()
+	readerDone.Wait()
+}
+
+// watchLoop sends a frame whenever the screen's hash has changed, checking
+// once per interval. Writing is synchronous: ticks that pass while a frame
+// is being written are dropped, so a slow watcher gets fewer frames, never
+// a queue of old ones.
+func (s *Server) watchLoop(ctx context.Context, conn *websocket.Conn, interval time.Duration, width, height int) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var (
+		png      bytes.Buffer
+		seq      uint64
+		last     uint64
+		sent     bool
+		lastSend = time.Now()
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		meta, changed, err := s.watchFrame(ctx, &png, width, height, &last, sent)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.cfg.Logf("watch: frame: %v", err)
+			}
+			continue
+		}
+		if !changed {
+			// A still screen sends nothing; a ping now and then finds a
+			// watcher that has gone without closing.
+			if time.Since(lastSend) >= s.cfg.HeartbeatInterval {
+				pctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatInterval)
+				err := conn.Ping(pctx)
+				cancel()
+				if err != nil {
+					return
+				}
+				lastSend = time.Now()
+			}
+			continue
+		}
+		seq++
+		meta.Op, meta.Seq = wire.OpFrame, seq
+		if err := s.writeFrame(ctx, conn, websocket.MessageText, marshal(meta)); err != nil {
+			return
+		}
+		if err := s.writeFrame(ctx, conn, websocket.MessageBinary, png.Bytes()); err != nil {
+			if ctx.Err() == nil {
+				s.cfg.Logf("watch: %v", err)
+			}
+			return
+		}
+		sent, lastSend = true, time.Now()
+	}
+}
+
+// watchFrame renders the screen into png if its hash differs from *last
+// (or nothing was sent yet). An unchanged screen costs the hash alone.
+func (s *Server) watchFrame(ctx context.Context, png *bytes.Buffer, width, height int, last *uint64, sent bool) (wire.WatchFrame, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s.screenMu.Lock()
+	defer s.screenMu.Unlock()
+	start := time.Now()
+	h, err := s.cfg.Screen.FrameHash(ctx)
+	if err != nil {
+		return wire.WatchFrame{}, false, err
+	}
+	if sent && h == *last {
+		return wire.WatchFrame{}, false, nil
+	}
+	img, err := s.cfg.Screen.Capture(ctx)
+	if err != nil {
+		return wire.WatchFrame{}, false, err
+	}
+	sw, sh := img.Rect.Dx(), img.Rect.Dy()
+	tw, th := width, height
+	if tw == 0 || th == 0 {
+		tw, th = sw, sh
+	}
+	t, err := scaling.New(scaling.Size{W: sw, H: sh}, nil, min(tw, sw), min(th, sh), true)
+	if err != nil {
+		return wire.WatchFrame{}, false, fmt.Errorf("watch view: %w", err)
+	}
+	captured := time.Now()
+	png.Reset()
+	if err := s.cfg.Imager.Render(png, img, t); err != nil {
+		return wire.WatchFrame{}, false, err
+	}
+	*last = h
+	return wire.WatchFrame{Width: t.Image.W, Height: t.Image.H, Bytes: png.Len(),
+		CaptureUS: captured.Sub(start).Microseconds(), EncodeUS: time.Since(captured).Microseconds()}, true, nil
+}

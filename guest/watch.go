@@ -1,0 +1,110 @@
+package guest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// WatchOptions choose a watcher's frames; zero values take agentd's
+// defaults (wire.DefaultWatchFPS, the screen's own size).
+type WatchOptions struct {
+	FPS           int
+	Width, Height int
+	// HTTPClient, if set, makes the connection (as in DialOptions).
+	HTTPClient *http.Client
+}
+
+// Watcher receives frames of a guest's screen through agentd's watch role:
+// it can never send input, and it does not take the controller slot.
+type Watcher struct {
+	conn  *websocket.Conn
+	hello wire.Hello
+}
+
+// Frame is one frame of the screen: what agentd said of it and its PNG.
+type Frame struct {
+	wire.WatchFrame
+	PNG []byte
+}
+
+// Watch connects to agentd at addr as a watcher.
+func Watch(ctx context.Context, addr, token string, opts WatchOptions) (*Watcher, error) {
+	if token == "" {
+		return nil, errors.New("guest: a token is required")
+	}
+	u, hc := endpoint(addr, opts.HTTPClient)
+	u = strings.TrimSuffix(u, "/v1") + wire.WatchPath
+	q := url.Values{}
+	if opts.FPS > 0 {
+		q.Set("fps", strconv.Itoa(opts.FPS))
+	}
+	if opts.Width > 0 && opts.Height > 0 {
+		q.Set("width", strconv.Itoa(opts.Width))
+		q.Set("height", strconv.Itoa(opts.Height))
+	}
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
+		HTTPClient:   hc,
+		HTTPHeader:   http.Header{"Authorization": {"Bearer " + token}},
+		Subprotocols: []string{wire.WatchSubprotocol},
+	})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, fmt.Errorf("guest: watch %s: refused with HTTP %d (%s)", addr, resp.StatusCode, refusal(resp.StatusCode))
+		}
+		return nil, fmt.Errorf("guest: watch %s: %w", addr, err)
+	}
+	conn.SetReadLimit(wire.MaxReplyBytes)
+	_, data, err := conn.Read(ctx)
+	if err != nil {
+		conn.CloseNow()
+		if websocket.CloseStatus(err) == websocket.StatusTryAgainLater {
+			return nil, fmt.Errorf("guest: %s has as many watchers as it serves (%d)", addr, wire.MaxWatchers)
+		}
+		return nil, fmt.Errorf("guest: reading hello from %s: %w", addr, err)
+	}
+	var hello wire.Hello
+	if err := json.Unmarshal(data, &hello); err != nil || hello.Op != wire.OpHello {
+		conn.CloseNow()
+		return nil, fmt.Errorf("guest: %s did not say hello", addr)
+	}
+	return &Watcher{conn: conn, hello: hello}, nil
+}
+
+// Hello is what agentd announced (the screen size).
+func (w *Watcher) Hello() wire.Hello { return w.hello }
+
+// Next waits for the next frame. Only one goroutine may call it.
+func (w *Watcher) Next(ctx context.Context) (Frame, error) {
+	typ, data, err := w.conn.Read(ctx)
+	if err != nil {
+		return Frame{}, fmt.Errorf("guest: watch: %w", err)
+	}
+	var f Frame
+	if typ != websocket.MessageText || json.Unmarshal(data, &f.WatchFrame) != nil || f.Op != wire.OpFrame {
+		return Frame{}, errors.New("guest: watch: expected a frame description")
+	}
+	typ, f.PNG, err = w.conn.Read(ctx)
+	if err != nil {
+		return Frame{}, fmt.Errorf("guest: watch: %w", err)
+	}
+	if typ != websocket.MessageBinary || len(f.PNG) != f.Bytes {
+		return Frame{}, fmt.Errorf("guest: watch: frame %d: expected %d bytes of PNG", f.Seq, f.Bytes)
+	}
+	return f, nil
+}
+
+// Close ends the watch.
+func (w *Watcher) Close() error { return w.conn.Close(websocket.StatusNormalClosure, "") }
