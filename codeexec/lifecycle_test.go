@@ -245,3 +245,18 @@ print(open("note.txt").read(), len(open("/etc/os-release").read()) > 0, pyautogu
 		t.Fatalf("output %q, want %q", res.Output, want)
 	}
 }
+
+// TestThreadBetweenCalls: a thread the code leaves running may print and
+// click after its call ended: it waits for the next call, during which the
+// worker keeps the pipes in order and agentd serves it.
+func TestThreadBetweenCalls(t *testing.T) {
+	d := newDesk(t)
+	d.rec.Clear()
+	d.run(t, "import threading\nclicked = threading.Event()\ndef bg():\n    time.sleep(0.3)\n    print('from the thread')\n"+
+		"    pyautogui.click(50, 60)\n    clicked.set()\nthreading.Thread(target=bg).start()")
+	res := d.run(t, "clicked.wait(30)\nprint('second')")
+	if !strings.Contains(res.Output, "from the thread\n") || !strings.HasSuffix(res.Output, "second\n") {
+		t.Fatalf("output %q", res.Output)
+	}
+	d.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.ButtonRelease && e.X == 50 && e.Y == 60 }, 5*time.Second)
+}

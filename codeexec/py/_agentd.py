@@ -9,10 +9,14 @@ request ("act", "hold", "screenshot", ...) with exactly one frame; "out",
 import json
 import os
 import struct
+import threading
 
 _rd = os.fdopen(3, "rb", buffering=0)
 _wr = os.fdopen(4, "wb", buffering=0)
 _pending = []  # printed text not yet sent
+# One exchange at a time: threads of the code share the pipes, and a
+# request's answer must go to the thread that asked.
+_lock = threading.RLock()
 
 
 class AgentdError(Exception):
@@ -45,23 +49,37 @@ def _send(head, payload=b""):
 
 def send(head, payload=b""):
     """Sends a frame after any pending text, so output stays in order."""
-    flush()
-    _send(head, payload)
+    with _lock:
+        flush()
+        _send(head, payload)
 
 
 def write(text):
     """Queues printed text; a line break or a large buffer sends it, so what
     was printed before a long loop is not lost if the worker is stopped."""
-    _pending.append(text)
-    if "\n" in text or sum(len(t) for t in _pending) > 8192:
-        flush()
+    with _lock:
+        _pending.append(text)
+        if "\n" in text or sum(len(t) for t in _pending) > 8192:
+            flush()
 
 
 def flush():
-    if _pending:
-        text = "".join(_pending)
-        _pending.clear()
-        _send({"op": "out", "text": text})
+    with _lock:
+        if _pending:
+            text = "".join(_pending)
+            _pending.clear()
+            _send({"op": "out", "text": text})
+
+
+_execs = []  # exec messages read by another thread, in order
+
+
+def next_exec():
+    """Waits for agentd's next exec message."""
+    with _lock:
+        if _execs:
+            return _execs.pop(0)
+        return recv()
 
 
 # errors maps agentd's error kinds to the exception classes pyautogui sets.
@@ -70,8 +88,15 @@ errors = {}
 
 def call(head, payload=b""):
     """Sends a request and returns agentd's answer (header, payload)."""
-    send(head, payload)
-    rep, data = recv()
+    with _lock:
+        send(head, payload)
+        while True:
+            rep, data = recv()
+            if rep.get("op") != "exec":
+                break
+            # A thread the code left running asked between two calls:
+            # the next call's code arrived first and waits for the worker.
+            _execs.append((rep, data))
     err = rep.get("error")
     if err is not None:
         raise errors.get(rep.get("kind"), AgentdError)(err)

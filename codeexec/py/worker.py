@@ -147,7 +147,7 @@ def main():
     n = 0
     while True:
         try:
-            head, _ = _agentd.recv()
+            head, _ = _agentd.next_exec()
         except EOFError:
             return
         if head.get("op") != "exec":
