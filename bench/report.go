@@ -16,9 +16,12 @@ type Report struct {
 	// Sizes has one entry per screen size, in the order asked for.
 	Sizes []SizeReport `json:"sizes"`
 	// Input was measured on the screen InputSize.
-	InputSize string            `json:"input_size"`
-	Input     []Figure          `json:"input"`
-	Formulas  map[string]string `json:"formulas"`
+	InputSize string   `json:"input_size"`
+	Input     []Figure `json:"input"`
+	// Browser holds the browser toolset's figures (Chromium in a guest of
+	// its own, on the InputSize screen) and the computer tool's beside them.
+	Browser  []Figure          `json:"browser,omitempty"`
+	Formulas map[string]string `json:"formulas"`
 }
 
 // SizeReport is what was measured on one screen size.
@@ -91,5 +94,6 @@ func (r *Report) Figures() []Figure {
 		all = append(all, s.Screenshot...)
 		all = append(all, s.Settle...)
 	}
-	return append(all, r.Input...)
+	all = append(all, r.Input...)
+	return append(all, r.Browser...)
 }

@@ -53,6 +53,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Sizes = append(rep.Sizes, sr)
 		if i == 0 {
 			rep.InputSize, rep.Input = size.String(), input
+			if rep.Browser, err = measureBrowser(ctx, o, size); err != nil {
+				return nil, fmt.Errorf("%v: %w", size, err)
+			}
 		}
 	}
 	rep.Machine.LoadEnd = loadAverage()

@@ -54,6 +54,8 @@ func TestRunShortBench(t *testing.T) {
 		idClick: false, idMove: false, idKeypress: false, idType: false,
 		idXdoClick: true, idXdoMove: true, idXdoKey: true, idXdoType: true,
 		idExecEmpty: false, idExecClick: false,
+		idBrowserReadForm: false, idBrowserReadLarge: false, idBrowserClick: false, idBrowserShot: false,
+		idComputerClickAck: false, idComputerShot: false,
 	}
 	seen := map[string]bool{}
 	for _, f := range back.Figures() {

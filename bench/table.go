@@ -48,6 +48,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	section(tw, "Input, "+r.InputSize+" screen", figureColumns)
 	figures(tw, r.Input)
+	if len(r.Browser) > 0 {
+		section(tw, "Browser toolset (Chromium, agentd --browser), "+r.InputSize+" screen", figureColumns)
+		figures(tw, r.Browser)
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "est. tokens:\t"+r.Formulas["est_input_tokens"])
 	fmt.Fprintln(tw, "bytes:\t"+r.Formulas["bytes"])

@@ -91,7 +91,13 @@ func Start(ctx context.Context, cfg Config) (*Browser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cdpbrowser: %s not found (Debian package chromium): %w", cfg.Exec, err)
 	}
-	dataDir, err := os.MkdirTemp("", "agentd-chromium-")
+	// Another user's profile goes under /tmp: agentd's own temporary
+	// directory may be private to agentd (a local guest's is).
+	base := ""
+	if cfg.User != nil {
+		base = "/tmp"
+	}
+	dataDir, err := os.MkdirTemp(base, "agentd-chromium-")
 	if err != nil {
 		return nil, fmt.Errorf("cdpbrowser: profile directory: %w", err)
 	}
@@ -141,6 +147,11 @@ func Start(ctx context.Context, cfg Config) (*Browser, error) {
 		}),
 	}
 	if xa := os.Getenv("XAUTHORITY"); xa != "" {
+		xa, err = xauthorityFor(xa, dataDir, cfg.User)
+		if err != nil {
+			os.RemoveAll(dataDir)
+			return nil, err
+		}
 		opts = append(opts, chromedp.Env("XAUTHORITY="+xa))
 	}
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -183,6 +194,27 @@ func (b *Browser) Close() error {
 		err = nil
 	}
 	return err
+}
+
+// xauthorityFor returns the X cookie file the browser can read: agentd's
+// own, or for another user a private copy in its profile (agentd's file is
+// agentd's alone, 0600).
+func xauthorityFor(path, dataDir string, u *Account) (string, error) {
+	if u == nil {
+		return path, nil
+	}
+	cookie, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cdpbrowser: X cookie: %w", err)
+	}
+	copyPath := filepath.Join(dataDir, "Xauthority")
+	if err := os.WriteFile(copyPath, cookie, 0o600); err != nil {
+		return "", fmt.Errorf("cdpbrowser: X cookie: %w", err)
+	}
+	if err := os.Chown(copyPath, int(u.UID), int(u.GID)); err != nil {
+		return "", fmt.Errorf("cdpbrowser: X cookie: %w", err)
+	}
+	return copyPath, nil
 }
 
 func (b *Browser) newTabID() string {

@@ -21,7 +21,7 @@ func (b *Browser) capture(ctx context.Context, tabID *string, region *[4]int64) 
 		return browser.Image{}, err
 	}
 	return run(ctx, t, func(ctx context.Context, s *chromedp.Target) (browser.Image, error) {
-		p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}
+		p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, OptimizeForSpeed: ptr(true)}
 		if region != nil {
 			w, h, err := viewport(ctx, s)
 			if err != nil {
