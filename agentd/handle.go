@@ -51,7 +51,8 @@ func (s *session) handle(sessCtx context.Context, req request) {
 		s.runBrowser(sessCtx, ctx, req)
 	case wire.OpReleaseAll:
 		if err := s.srv.cfg.Exec.ReleaseAll(); err != nil {
-			s.replyError(sessCtx, req.id, wire.CodeInternal, "release all: "+err.Error(), -1)
+			s.srv.cfg.Logf("release all failed: %v", err)
+			s.replyError(sessCtx, req.id, wire.CodeInternal, "release all: "+publicMessage(err, "failed (the detail is in agentd's log)"), -1)
 			return
 		}
 		s.send(sessCtx, wire.Reply{Op: wire.OpDone, ID: req.id})
@@ -89,6 +90,9 @@ func (s *session) runActions(sessCtx, ctx context.Context, req request) {
 			break
 		}
 		res, err := s.srv.cfg.Exec.Do(ctx, a)
+		if err != nil {
+			s.srv.cfg.Logf("action %d (%s) failed: %v", i, a.Type, err)
+		}
 		ar := resultOf(i, a, res, err)
 		results = append(results, ar)
 		if req.op == wire.OpBatch {
@@ -98,7 +102,7 @@ func (s *session) runActions(sessCtx, ctx context.Context, req request) {
 			if ctx.Err() != nil {
 				failure = s.stopError(sessCtx, ctx.Err(), i, "during action")
 			} else {
-				failure = &wire.Error{Code: wire.CodeFailed, Message: fmt.Sprintf("action %d (%s): %v", i, a.Type, err), FailedIndex: i}
+				failure = &wire.Error{Code: wire.CodeFailed, Message: fmt.Sprintf("action %d (%s): %s", i, a.Type, ar.Error), FailedIndex: i}
 			}
 			break
 		}
@@ -182,7 +186,7 @@ func abs(v int) int {
 func resultOf(i int, a actions.Action, res executor.Result, err error) wire.ActionResult {
 	ar := wire.ActionResult{Index: i, Type: string(a.Type), OK: err == nil, DurationUS: res.Duration.Microseconds()}
 	if err != nil {
-		ar.Error = err.Error()
+		ar.Error = publicMessage(err, string(a.Type)+" failed (the detail is in agentd's log)")
 	}
 	if a.Type == actions.Scroll {
 		ar.ScrollSteps = &actions.Point{X: res.ScrollSteps.X, Y: res.ScrollSteps.Y}
@@ -212,7 +216,7 @@ func (s *session) replyWithScreenshot(sessCtx, ctx context.Context, reply wire.R
 		s.srv.cfg.Logf("screenshot failed: %v", err)
 		if reply.Error == nil {
 			reply.Op = wire.OpError
-			reply.Error = &wire.Error{Code: wire.CodeInternal, Message: "screenshot failed: " + err.Error(), FailedIndex: -1}
+			reply.Error = &wire.Error{Code: wire.CodeInternal, Message: "screenshot failed: " + publicMessage(err, "the detail is in agentd's log"), FailedIndex: -1}
 		}
 		s.send(sessCtx, reply)
 		return
@@ -238,4 +242,17 @@ func (s *session) send(ctx context.Context, v any) {
 	if err := s.write(ctx, websocket.MessageText, marshal(v)); err != nil {
 		s.srv.cfg.Logf("session: write: %v", err)
 	}
+}
+
+// publicMessage is what a client may see of err, which the caller logs in
+// full: the message of the outermost error in its chain that offers one
+// safe to show (a Public method, as the executor's errors have), else
+// fallback. What X, the capture or the worker said stays in the log: it
+// names displays, files and error codes a client has no business seeing.
+func publicMessage(err error, fallback string) string {
+	var p interface{ Public() string }
+	if errors.As(err, &p) {
+		return p.Public()
+	}
+	return fallback
 }

@@ -51,7 +51,9 @@ type Imager interface {
 	Render(w io.Writer, src *image.RGBA, t scaling.Transform) error
 }
 
-// Executor performs actions in screen coordinates.
+// Executor performs actions in screen coordinates. A client sees of its
+// errors only what they offer as safe to show (a Public method, as
+// executor.Error has); the rest goes to the log.
 type Executor interface {
 	Do(ctx context.Context, a actions.Action) (executor.Result, error)
 	ReleaseAll() error

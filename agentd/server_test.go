@@ -97,7 +97,7 @@ func (f *fakeExec) Do(ctx context.Context, a actions.Action) (executor.Result, e
 		return executor.Result{}, ctx.Err()
 	}
 	if a.Type == actions.TypeText && a.Text == "fail" {
-		return executor.Result{}, errors.New("keyboard on fire")
+		return executor.Result{}, &executor.Error{Action: a.Type, Err: errors.New("keyboard on fire")}
 	}
 	f.mu.Lock()
 	f.done = append(f.done, a)

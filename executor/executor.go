@@ -161,7 +161,7 @@ func New(in input.Device, opts Options) *Executor {
 func (e *Executor) Do(ctx context.Context, a actions.Action) (Result, error) {
 	// Validate's errors already name the action type.
 	if err := a.Validate(); err != nil {
-		return Result{}, err
+		return Result{}, &Error{Err: err}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -172,7 +172,7 @@ func (e *Executor) Do(ctx context.Context, a actions.Action) (Result, error) {
 	}
 	res.Duration = e.opts.Clock.Now().Sub(start)
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", a.Type, err)
+		return res, &Error{Action: a.Type, Err: err}
 	}
 	return res, nil
 }
@@ -311,7 +311,7 @@ func (e *Executor) scroll(a actions.Action, mods []actions.Key) (Result, error) 
 	}
 	return res, e.withKeys(mods, func() error {
 		if err := e.in.Wheel(sx, sy); err != nil {
-			return fmt.Errorf("wheel (%d,%d) steps: %w", sx, sy, err)
+			return &DeviceError{What: fmt.Sprintf("wheel (%d,%d) steps", sx, sy), Err: err}
 		}
 		return nil
 	})
@@ -349,7 +349,7 @@ func (e *Executor) typeText(ctx context.Context, text string) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("cancelled after 0 of %d characters: %w", total, err)
 		}
-		return fmt.Errorf("prepare the keyboard: %w", err)
+		return &DeviceError{What: "prepare the keyboard", Err: err}
 	}
 	n := 0
 	for _, r := range text {
@@ -357,7 +357,7 @@ func (e *Executor) typeText(ctx context.Context, text string) error {
 			return fmt.Errorf("cancelled after %d of %d characters: %w", n, total, err)
 		}
 		if err := e.in.TypeRune(r); err != nil {
-			return fmt.Errorf("character %d of %d: %w", n+1, total, err)
+			return &DeviceError{What: fmt.Sprintf("character %d of %d", n+1, total), Err: err}
 		}
 		n++
 	}
@@ -372,7 +372,7 @@ func (e *Executor) wait(ctx context.Context) (Result, error) {
 	start := clock.Now()
 	prev, err := e.opts.Frames.FrameHash(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("frame hash: %w", err)
+		return Result{}, &DeviceError{What: "frame hash", Err: err}
 	}
 	stableSince := clock.Now()
 	for {
@@ -389,7 +389,7 @@ func (e *Executor) wait(ctx context.Context) (Result, error) {
 		}
 		h, err := e.opts.Frames.FrameHash(ctx)
 		if err != nil {
-			return Result{Waited: clock.Now().Sub(start)}, fmt.Errorf("frame hash: %w", err)
+			return Result{Waited: clock.Now().Sub(start)}, &DeviceError{What: "frame hash", Err: err}
 		}
 		if h != prev {
 			prev, stableSince = h, clock.Now()
@@ -401,7 +401,7 @@ func (e *Executor) wait(ctx context.Context) (Result, error) {
 func (e *Executor) checkPoints(pts []actions.Point) error {
 	w, h, err := e.in.ScreenSize()
 	if err != nil {
-		return fmt.Errorf("screen size: %w", err)
+		return &DeviceError{What: "screen size", Err: err}
 	}
 	for i, p := range pts {
 		if p.X < 0 || p.Y < 0 || p.X >= w || p.Y >= h {
@@ -436,7 +436,7 @@ func (e *Executor) withKeys(keys []actions.Key, fn func() error) error {
 
 func (e *Executor) moveTo(x, y int) error {
 	if err := e.in.MoveTo(x, y); err != nil {
-		return fmt.Errorf("move to (%d,%d): %w", x, y, err)
+		return &DeviceError{What: fmt.Sprintf("move to (%d,%d)", x, y), Err: err}
 	}
 	return nil
 }
@@ -446,14 +446,14 @@ func (e *Executor) moveTo(x, y int) error {
 func (e *Executor) keyDown(k actions.Key) error {
 	e.held = append(e.held, held{key: k})
 	if err := e.in.KeyDown(k); err != nil {
-		return fmt.Errorf("press key %s: %w", k.Keysym, err)
+		return &DeviceError{What: "press key " + k.Keysym, Err: err}
 	}
 	return nil
 }
 
 func (e *Executor) keyUp(k actions.Key) error {
 	if err := e.in.KeyUp(k); err != nil {
-		return fmt.Errorf("release key %s: %w", k.Keysym, err)
+		return &DeviceError{What: "release key " + k.Keysym, Err: err}
 	}
 	e.forget(held{key: k})
 	return nil
@@ -462,14 +462,14 @@ func (e *Executor) keyUp(k actions.Key) error {
 func (e *Executor) buttonDown(b actions.Button) error {
 	e.held = append(e.held, held{button: b})
 	if err := e.in.ButtonDown(b); err != nil {
-		return fmt.Errorf("press button %s: %w", b, err)
+		return &DeviceError{What: "press button " + string(b), Err: err}
 	}
 	return nil
 }
 
 func (e *Executor) buttonUp(b actions.Button) error {
 	if err := e.in.ButtonUp(b); err != nil {
-		return fmt.Errorf("release button %s: %w", b, err)
+		return &DeviceError{What: "release button " + string(b), Err: err}
 	}
 	e.forget(held{button: b})
 	return nil
@@ -503,7 +503,7 @@ func (e *Executor) releaseHeld() error {
 			err = e.in.KeyUp(h.key)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("release %s: %w", h, err))
+			errs = append(errs, &DeviceError{What: "release " + h.String(), Err: err})
 			kept = append([]held{h}, kept...)
 		}
 	}
