@@ -32,6 +32,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -212,6 +213,7 @@ type Server struct {
 	lastID     string    // id of the last response sent
 	lastTurn   int       // turn that produced lastID
 	pending    []pending // calls awaiting an answer
+	lastOutput []any     // the last response's output items, as JSON values
 	computer   bool      // the script has computer calls
 	attempts   []int
 	requests   []Request
@@ -401,6 +403,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.next++
 	s.lastID, s.lastTurn = rec.ResponseID, i
 	s.pending = calls
+	s.lastOutput = jsonValue(resp["output"]).([]any)
 	truncate := turn.Truncate && attempt == turn.Hangup+turn.Fail500+1
 	s.mu.Unlock()
 
@@ -469,7 +472,11 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 		}
 		return problems
 	}
-	if req.PreviousResponseID == nil || *req.PreviousResponseID != s.lastID {
+	stateless := req.Store != nil && !*req.Store
+	switch {
+	case stateless && req.PreviousResponseID != nil:
+		problems = append(problems, "store is false: nothing was stored to continue with previous_response_id")
+	case !stateless && (req.PreviousResponseID == nil || *req.PreviousResponseID != s.lastID):
 		got := "none"
 		if req.PreviousResponseID != nil {
 			got = *req.PreviousResponseID
@@ -479,6 +486,9 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 	var items []json.RawMessage
 	if err := json.Unmarshal(req.Input, &items); err != nil {
 		return append(problems, "input must be a list of items answering the outstanding calls")
+	}
+	if stateless {
+		problems = append(problems, s.checkResent(items)...)
 	}
 	answered := map[string]bool{}
 	for _, raw := range items {
@@ -539,6 +549,30 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 		}
 	}
 	return problems
+}
+
+// checkResent checks that a stateless request carries every output item of
+// the last response exactly as it was sent, in order: ids, encrypted
+// content and container ids included.
+func (s *Server) checkResent(items []json.RawMessage) []string {
+	var sent []any
+	for _, raw := range items {
+		var v any
+		_ = json.Unmarshal(raw, &v)
+		sent = append(sent, v)
+	}
+	k := 0
+	for _, want := range s.lastOutput {
+		for k < len(sent) && !reflect.DeepEqual(sent[k], want) {
+			k++
+		}
+		if k == len(sent) {
+			id, _ := want.(map[string]any)["id"].(string)
+			return []string{fmt.Sprintf("store is false but output item %s of the last response is not re-sent as it was (in order)", id)}
+		}
+		k++
+	}
+	return nil
 }
 
 // checkOutput checks one computer_call_output: acknowledged checks and the
@@ -811,6 +845,14 @@ func writeError(w http.ResponseWriter, status int, typ, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil},
 	})
+}
+
+// jsonValue is v as encoding/json decodes it, for comparing with requests.
+func jsonValue(v any) any {
+	data, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(data, &out)
+	return out
 }
 
 func randomHex(n int) string {

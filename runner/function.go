@@ -163,8 +163,6 @@ type functionCall struct {
 	f      *Function
 	callID string
 	run    func(context.Context) (Output, error)
-	// supplied, when set, answers the call instead of running it.
-	supplied *Output
 }
 
 func (c *functionCall) CallID() string { return c.callID }
@@ -176,11 +174,9 @@ func (c *functionCall) Approve(context.Context, *Step) error { return nil }
 func (c *functionCall) Execute(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
 	var zero responses.ResponseInputItemUnionParam
 	start := time.Now()
-	var out Output
+	out, supplied := s.x.ctl.take(c.callID)
 	var err error
-	if c.supplied != nil {
-		out = *c.supplied
-	} else {
+	if !supplied {
 		s.Attempted(c.callID)
 		out, err = c.call(ctx)
 	}
@@ -190,7 +186,7 @@ func (c *functionCall) Execute(ctx context.Context, s *Step) (responses.Response
 			err = fmt.Errorf("invalid output: %w", err)
 		}
 	}
-	ev := &FunctionEvent{Name: c.f.name, Supplied: c.supplied != nil}
+	ev := &FunctionEvent{Name: c.f.name, Supplied: supplied}
 	if err != nil {
 		// Never the error's text: it may hold the function's private data.
 		ev.Error = "failed"

@@ -2,14 +2,17 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 )
 
@@ -44,6 +47,28 @@ type RunOptions struct {
 	// OnDiagnostic observes one record per request, synchronously. Panics
 	// are ignored.
 	OnDiagnostic func(Diagnostic)
+
+	// ToolChoice is sent unchanged on every request. A choice that always
+	// forces a local tool is refused before anything runs: the run could
+	// never end.
+	ToolChoice responses.ResponseNewParamsToolChoiceUnion
+	// Store is sent unchanged; the runner never turns it on. When it is
+	// false, nothing is stored, so every request re-sends the whole
+	// conversation (the responses' items in their native form, encrypted
+	// content as it is) instead of previous_response_id. It cannot be
+	// false when image generation is declared.
+	Store param.Opt[bool]
+	// ContextManagement (the API's own compaction) is sent unchanged on
+	// every request; compaction items are kept as they are.
+	ContextManagement []responses.ResponseNewParamsContextManagement
+	// ApproveMCP answers each mcp_approval_request of a declared MCP
+	// server. It gets its own copy of the request and must return exactly
+	// true or false; anything else, or no callback, stops the run. A
+	// final message never counts as consent.
+	ApproveMCP func(ctx context.Context, req MCPApprovalRequest) (any, error)
+	// Control, if set, takes a person's text and supplied outputs while the
+	// run goes.
+	Control *RunControl
 }
 
 // RunResult is what a successful run produced.
@@ -133,6 +158,13 @@ func (l *loop) check(opts *RunOptions) error {
 	if opts.MaxSteps == 0 {
 		opts.MaxSteps = DefaultMaxSteps
 	}
+	var params []responses.ToolUnionParam
+	for _, t := range l.tools {
+		params = append(params, t.Params()...)
+	}
+	if err := checkRun(params, opts); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for _, t := range l.tools {
 		for _, p := range t.Params() {
@@ -166,10 +198,29 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		return nil, &RunError{Err: err}
 	}
 	start := time.Now()
-	x := &session{maxSteps: opts.MaxSteps, onEvent: opts.OnEvent}
-	params := responses.ResponseNewParams{Model: opts.Model, Input: firstInput(opts)}
+	x := &session{maxSteps: opts.MaxSteps, onEvent: opts.OnEvent, approveMCP: opts.ApproveMCP, ctl: opts.Control}
+	defer x.ctl.begin(nil)
+	params := responses.ResponseNewParams{Model: opts.Model, Input: firstInput(opts),
+		ToolChoice: opts.ToolChoice, Store: opts.Store, ContextManagement: opts.ContextManagement}
+	requestOptions := l.requestOptions
 	for _, t := range l.tools {
-		params.Tools = append(params.Tools, t.Params()...)
+		for _, p := range t.Params() {
+			params.Tools = append(params.Tools, p)
+			if p.OfMcp != nil && len(requestOptions) == len(l.requestOptions) {
+				// A retried request could make an MCP server act twice.
+				requestOptions = append(slices.Clip(requestOptions), option.WithMaxRetries(0))
+			}
+		}
+	}
+	// Without storage every request carries the whole conversation.
+	stateless := opts.Store.Valid() && !opts.Store.Value
+	var history responses.ResponseInputParam
+	if stateless {
+		history = firstInput(opts).OfInputItemList
+		if history == nil {
+			history = responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(opts.Input, responses.EasyInputMessageRoleUser)}
+		}
+		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: history}
 	}
 	// Instructions are not carried over by previous_response_id, so every
 	// request repeats them (and the tool list).
@@ -189,7 +240,7 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		sent := time.Now()
 		// The SDK may retry this HTTP request; that is safe because local
 		// calls only run between requests, never inside one.
-		resp, err := l.responses.New(ctx, params, l.requestOptions...)
+		resp, err := l.responses.New(ctx, params, requestOptions...)
 		took := time.Since(sent)
 		if err != nil {
 			// The request may have been billed without our seeing its usage.
@@ -202,6 +253,9 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		x.usage.add(usage)
 		s := &Step{x: x}
 		calls, final, claimErr := l.claim(s, resp)
+		// From here the caller may supply outputs for these calls (for
+		// example from the response event).
+		x.ctl.begin(calls)
 		callIDs := make([]string, len(calls))
 		for i, c := range calls {
 			callIDs[i] = c.CallID()
@@ -220,7 +274,7 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		if claimErr != nil {
 			return nil, x.fail(claimErr)
 		}
-		if len(calls) == 0 {
+		if len(calls) == 0 && !(x.ctl.pending() && step < opts.MaxSteps) {
 			if final == "" {
 				return nil, x.fail(fmt.Errorf("response %s has neither a local call nor a final message", resp.ID))
 			}
@@ -239,10 +293,23 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 				ErrStepLimit, step, opts.MaxSteps, resp.ID, strings.Join(callIDs, ", ")))
 		}
 		outputs, err := respond(ctx, s, calls)
+		texts := x.ctl.end()
 		if err != nil {
 			return nil, x.fail(err)
 		}
-		params.PreviousResponseID = openai.String(resp.ID)
+		// A person's text comes after the outputs of the completed turn.
+		for _, text := range texts {
+			outputs = append(outputs, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser))
+		}
+		if stateless {
+			for _, item := range resp.Output {
+				history = append(history, param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(item.RawJSON())))
+			}
+			history = append(history, outputs...)
+			outputs = history
+		} else {
+			params.PreviousResponseID = openai.String(resp.ID)
+		}
 		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: outputs}
 		answered = callIDs
 	}

@@ -65,6 +65,8 @@ type session struct {
 	completed  []string
 	usage      Totals
 	onEvent    func(Event)
+	approveMCP func(context.Context, MCPApprovalRequest) (any, error)
+	ctl        *RunControl
 }
 
 func (x *session) fail(err error) *RunError {
