@@ -3,12 +3,17 @@ package cdpbrowser
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/exercise"
@@ -245,4 +250,103 @@ func descends(pid string, ancestor int) bool {
 		}
 	}
 	return false
+}
+
+// servePage serves one HTML page on loopback.
+func servePage(t *testing.T, page string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(page))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// eval runs JavaScript in the active tab, for the test to change the page
+// or look at it.
+func eval[T any](t *testing.T, b *Browser, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := run(ctx, b.active, func(ctx context.Context, s *chromedp.Target) (T, error) {
+		var v T
+		err := evalValue(ctx, s, expr, &v)
+		return v, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+const guardedPage = `<!doctype html><title>Guarded</title>
+<script>window.hits = [];</script>
+<label>Secret <input type=password id=pw value="hunter2"></label>
+<label>Card <input autocomplete="cc-number" id=card value="4111111111111111"></label>
+<label>Note <input id=note value="visible"></label>
+<div id=slot><button id=pay onclick="hits.push('old')">Pay</button></div>
+<button id=under onclick="hits.push('under')" style="position:absolute; left:20px; top:300px">Under</button>
+<div style="position:absolute; left:0; top:280px; width:400px; height:100px; background:#eee"></div>`
+
+// A control the page replaced (same label, new element) is refused, and
+// neither the old nor the new one is clicked; a covered control is not
+// clicked either (the click would land on the cover).
+func TestReplacedOrCoveredControlRefused(t *testing.T) {
+	b, ctx := start(t)
+	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: servePage(t, guardedPage)}))
+	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay, under := refOf(t, r, "Pay"), refOf(t, r, "Under")
+	eval[bool](t, b, ctx, `(() => { const n = document.createElement("button"); n.textContent = "Pay";
+		n.onclick = () => hits.push("new"); document.getElementById("slot").replaceChildren(n); return true; })()`)
+
+	for ref, want := range map[string]string{pay: "gone", under: "covered"} {
+		_, err := b.Click(ctx, browser.ClickArgs{Target: ref})
+		var be *browser.BrowserError
+		if !errors.As(err, &be) || !strings.Contains(be.Message, want) {
+			t.Errorf("click %s: %v, want a BrowserError saying %q", ref, err, want)
+		}
+	}
+	if hits := eval[[]string](t, b, ctx, `hits`); len(hits) != 0 {
+		t.Errorf("clicked %v, want nothing", hits)
+	}
+	// After a new read, the new button is clicked, and only it.
+	r, err = b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t)(b.Click(ctx, browser.ClickArgs{Target: refOf(t, r, "Pay")}))
+	if hits := eval[[]string](t, b, ctx, `hits`); len(hits) != 1 || hits[0] != "new" {
+		t.Errorf("clicked %v, want [new]", hits)
+	}
+}
+
+// Values of password and card fields are never reported; other fields'
+// are.
+func TestPrivateValuesNotReported(t *testing.T) {
+	b, ctx := start(t)
+	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: servePage(t, guardedPage)}))
+	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]*string{}
+	for _, e := range r.Read.Elements {
+		values[e.Label] = e.Value
+	}
+	for _, label := range []string{"Secret", "Card"} {
+		if v, ok := values[label]; !ok || v != nil {
+			t.Errorf("%s: reported %v, want the field without its value", label, v)
+		}
+	}
+	if v := values["Note"]; v == nil || *v != "visible" {
+		t.Errorf("Note: value %v, want \"visible\"", v)
+	}
+	if !slices.Contains(r.Read.Omitted, browser.OmittedPrivate) {
+		t.Errorf("omitted %v, want private", r.Read.Omitted)
+	}
+	if strings.Contains(r.Read.Text, "hunter2") || strings.Contains(r.Read.Text, "4111") {
+		t.Errorf("the text holds a private value: %q", r.Read.Text)
+	}
 }
