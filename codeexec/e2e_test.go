@@ -52,40 +52,7 @@ func startAgentd(t *testing.T, w, h int, args ...string) *desk {
 	addrFile := filepath.Join(dir, "addr")
 	cmd := exec.Command(bin, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
 	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+testToken)
-	logs := &agentdtest.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("agentd log:\n%s", logs.String())
-		}
-	})
-	var addr string
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			addr = strings.TrimSpace(string(b))
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("agentd exited at start:\n%s", logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentd did not start:\n%s", logs.String())
-		}
-	}
+	addr, logs := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c, err := guest.Dial(ctx, addr, testToken)

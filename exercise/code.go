@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,11 +13,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // CodeScript is the scripted model of code mode: the same task in Python
@@ -83,16 +80,12 @@ log("saved", len(note), "characters for", name)
 // runner's exec_py tool. A call that raised or lost its namespace fails the
 // exercise: the later calls depend on the first one's variables.
 func driveCode(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunConfig, rep *Report) error {
-	token, err := os.ReadFile(tokenFile)
+	client, err := dialView(ctx, addr, tokenFile)
 	if err != nil {
-		return fmt.Errorf("exercise: token: %w", err)
-	}
-	client, err := guest.Dial(ctx, addr, strings.TrimSpace(string(token)))
-	if err != nil {
-		return fmt.Errorf("exercise: %w", err)
+		return err
 	}
 	defer client.Close()
-	client.SetView(wire.View{Width: ModelView.Width, Height: ModelView.Height, Fit: true})
+	// The view reaches agentd with a screenshot.
 	if _, err := client.Screenshot(ctx); err != nil {
 		return fmt.Errorf("exercise: set the view: %w", err)
 	}
@@ -144,15 +137,8 @@ func driveCode(ctx context.Context, addr, tokenFile string, out io.Writer, cfg R
 		}},
 		OnDiagnostic: record.Diagnostic,
 	})
-	if err := record.Finish(res, runErr); err != nil {
-		fmt.Fprintf(out, "warning: run record: %v\n", err)
-	}
-	if runErr != nil {
-		return fmt.Errorf("exercise: run: %w", runErr)
-	}
-	rep.Steps, rep.Usage, rep.RunTime = res.Steps, res.Usage, res.Duration
-	if err := model.Err(); err != nil {
-		return fmt.Errorf("exercise: the model server saw a bad request: %w", err)
+	if err := finish(out, record, model, res, runErr, rep); err != nil {
+		return err
 	}
 	if len(bad) > 0 {
 		return errors.New("exercise: code calls failed: " + strings.Join(bad, "; "))

@@ -165,16 +165,11 @@ func upLocal(ctx context.Context, cfg RunConfig, work string, out io.Writer) (*e
 
 // drive runs the scripted model against the guest through the runner.
 func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunConfig, rep *Report) error {
-	token, err := os.ReadFile(tokenFile)
+	client, err := dialView(ctx, addr, tokenFile)
 	if err != nil {
-		return fmt.Errorf("exercise: token: %w", err)
-	}
-	client, err := guest.Dial(ctx, addr, strings.TrimSpace(string(token)))
-	if err != nil {
-		return fmt.Errorf("exercise: %w", err)
+		return err
 	}
 	defer client.Close()
-	client.SetView(wire.View{Width: ModelView.Width, Height: ModelView.Height, Fit: true})
 
 	turns, err := Script()
 	if err != nil {
@@ -243,6 +238,29 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 		},
 		OnDiagnostic: record.Diagnostic,
 	})
+	if err := finish(out, record, model, res, runErr, rep); err != nil {
+		return err
+	}
+	return checkAcknowledged(model)
+}
+
+// dialView connects to the guest's agentd with the model's view.
+func dialView(ctx context.Context, addr, tokenFile string) (*guest.Client, error) {
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("exercise: token: %w", err)
+	}
+	client, err := guest.Dial(ctx, addr, strings.TrimSpace(string(token)))
+	if err != nil {
+		return nil, fmt.Errorf("exercise: %w", err)
+	}
+	client.SetView(wire.View{Width: ModelView.Width, Height: ModelView.Height, Fit: true})
+	return client, nil
+}
+
+// finish closes the run record, and checks the run and what the scripted
+// model saw.
+func finish(out io.Writer, record *runner.Record, model *respserver.Server, res *runner.RunResult, runErr error, rep *Report) error {
 	if err := record.Finish(res, runErr); err != nil {
 		fmt.Fprintf(out, "warning: run record: %v\n", err)
 	}
@@ -253,7 +271,7 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 	if err := model.Err(); err != nil {
 		return fmt.Errorf("exercise: the model server saw a bad request: %w", err)
 	}
-	return checkAcknowledged(model)
+	return nil
 }
 
 // checkAcknowledged proves the approval reached the API: the request after

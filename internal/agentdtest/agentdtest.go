@@ -1,5 +1,6 @@
 // Package agentdtest helps tests that run the real agentd binary: where to
-// find it, and a buffer its output can be written to while a test reads.
+// find it, starting it until it listens, and a buffer its output can be
+// written to while a test reads.
 package agentdtest
 
 import (
@@ -7,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentd-dev/agentd/internal/prereq"
 )
@@ -71,4 +74,47 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Start starts cmd, an agentd told to write its address to addrFile
+// (--addr-file), and returns that address once agentd listens, and agentd's
+// output. It fails the test if agentd ends first or does not listen within
+// timeout. When the test ends agentd is stopped (SIGINT, killed after 10 s)
+// and, if the test failed, its output is logged.
+func Start(t testing.TB, cmd *exec.Cmd, addrFile string, timeout time.Duration) (string, *SyncBuffer) {
+	t.Helper()
+	out := &SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start agentd: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("agentd output:\n%s", out.String())
+		}
+	})
+	deadline := time.Now().Add(timeout)
+	for {
+		// agentd writes the file atomically, its line ending in a newline.
+		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b)), out
+		}
+		select {
+		case <-exited:
+			t.Fatalf("agentd exited at start:\n%s", out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agentd did not listen within %s:\n%s", timeout, out.String())
+		}
+	}
 }

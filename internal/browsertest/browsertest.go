@@ -38,38 +38,7 @@ func StartGuest(t *testing.T) *guest.Client {
 	if os.Geteuid() == 0 {
 		args = append(args, "--browser-user", "nobody")
 	}
-	cmd := exec.Command(bin, args...)
-	out := &agentdtest.SyncBuffer{}
-	cmd.Stderr = out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	var addr string
-	for deadline := time.Now().Add(time.Minute); addr == ""; {
-		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
-			addr = strings.TrimSpace(string(b))
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("agentd exited at start:\n%s", out)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentd did not start:\n%s", out)
-		}
-	}
+	addr, _ := agentdtest.Start(t, exec.Command(bin, args...), addrFile, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := guest.Dial(ctx, addr, token)
