@@ -16,6 +16,10 @@ import (
 // step-NNN.png, so a user can see exactly what happened. It only writes what
 // it is given; credentials never reach it.
 //
+// The first line names the format and its version, {"kind": "record",
+// "version": RecordVersion}; records written before versioning have no such
+// line (version 0). Readers (the console) read every version ever written.
+//
 // Use Event as RunOptions.OnEvent and Diagnostic as RunOptions.OnDiagnostic.
 // Writing errors do not disturb the run; Finish reports the first one.
 type Record struct {
@@ -37,8 +41,22 @@ func CreateRecord(dir string) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run record: %w", err)
 	}
-	return &Record{dir: dir, f: f, shots: map[int]int{}}, nil
+	r := &Record{dir: dir, f: f, shots: map[int]int{}}
+	r.line(struct {
+		Kind    string    `json:"kind"`
+		Version int       `json:"version"`
+		Time    time.Time `json:"time"`
+	}{"record", RecordVersion, time.Now()})
+	if r.err != nil {
+		f.Close()
+		return nil, r.err
+	}
+	return r, nil
 }
+
+// RecordVersion is the version of the run record format this package
+// writes. Version 1 added the first line that carries it.
+const RecordVersion = 1
 
 // Dir is the record's folder.
 func (r *Record) Dir() string { return r.dir }

@@ -72,7 +72,7 @@ func TestRecord(t *testing.T) {
 		kinds = append(kinds, line.Kind)
 	}
 	got := strings.Join(kinds, " ")
-	want := "start request diagnostic response screenshot request diagnostic response approval_asked approval_answered action screenshot request diagnostic response final end"
+	want := "record start request diagnostic response screenshot request diagnostic response approval_asked approval_answered action screenshot request diagnostic response final end"
 	if got != want {
 		t.Fatalf("lines:\n%s\nwant\n%s", got, want)
 	}
@@ -92,9 +92,13 @@ func TestRecordFinishWithError(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "r", "events.jsonl"))
-	var end map[string]any
-	if err := json.Unmarshal(bytes.TrimSpace(data), &end); err != nil {
-		t.Fatal(err)
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	var head, end map[string]any
+	if len(lines) != 2 || json.Unmarshal(lines[0], &head) != nil || json.Unmarshal(lines[1], &end) != nil {
+		t.Fatalf("want the header and the end line, got:\n%s", data)
+	}
+	if head["kind"] != "record" || head["version"] != float64(RecordVersion) {
+		t.Fatalf("header = %v", head)
 	}
 	if end["ok"] != false || !strings.Contains(end["error"].(string), "boom") || end["attempted_call_ids"] == nil {
 		t.Fatalf("end = %v", end)
