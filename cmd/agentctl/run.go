@@ -14,6 +14,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/agentd-dev/agentd/console"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/runner"
@@ -48,6 +49,7 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	recordDir := fs.String("record-dir", "runs", "folder under which each run writes its record, <timestamp>-<id>/")
 	viewSize := fs.String("view", "1280x800", "the model sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
 	network := fs.Bool("network", false, "with --guest docker: give the container a network (default none)")
+	withConsole := fs.Bool("console", false, "serve the console for this run (the desktop live, the steps) and print its one-time URL")
 	mode := fs.String("mode", "computer", "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
@@ -116,6 +118,15 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 		"task": task, "model": *model, "guest": g.addr, "max_steps": *maxSteps, "api": apiEndpoint(),
 	})
 	fmt.Fprintf(stdout, "run record: %s\n", dir)
+	if *withConsole {
+		srv, err := console.Start(console.Config{RunsDir: *recordDir, CurrentRun: filepath.Base(dir),
+			Guest: &console.Guest{Addr: g.addr, Token: token}})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		printConsoleURL(stdout, srv)
+	}
 
 	approver := runner.NewTerminalApprover(stdin, stderr)
 	show := progress{w: stdout}

@@ -1,0 +1,64 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// runID is a run folder's name as agentctl makes it; nothing else is looked
+// up, so a request cannot leave RunsDir.
+var runID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// shotFile is a screenshot file's name in a record.
+var shotFile = regexp.MustCompile(`^step-\d{3,}(-\d+)?\.png$`)
+
+func (s *Server) serveRuns(w http.ResponseWriter, r *http.Request) {
+	runs, err := listRuns(s.cfg.RunsDir)
+	if err != nil {
+		s.cfg.Logf("console: list runs: %v", err)
+		http.Error(w, "cannot list the runs", http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, struct {
+		Current string       `json:"current,omitempty"`
+		Runs    []RunSummary `json:"runs"`
+	}{s.cfg.CurrentRun, runs})
+}
+
+func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !runID.MatchString(id) {
+		http.Error(w, "no such run", http.StatusNotFound)
+		return
+	}
+	run, err := readRun(filepath.Join(s.cfg.RunsDir, id), id)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			http.Error(w, "no such run", http.StatusNotFound)
+			return
+		}
+		s.cfg.Logf("console: run %s: %v", id, err)
+		http.Error(w, "this run's record cannot be read", http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, run)
+}
+
+func (s *Server) serveRunFile(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("file")
+	if !runID.MatchString(id) || !shotFile.MatchString(name) {
+		http.Error(w, "no such file", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	http.ServeFile(w, r, filepath.Join(s.cfg.RunsDir, id, name))
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

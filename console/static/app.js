@@ -1,0 +1,279 @@
+// The console page: the live view, the list of runs, and a run's steps.
+// Everything the record holds (task, messages, summaries) is text written by
+// a model or a page on the desktop: it only ever goes into textContent.
+'use strict';
+
+const $ = (sel) => document.querySelector(sel);
+const SVG = 'http://www.w3.org/2000/svg';
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+function secs(s) {
+  if (!s) return '0 ms';
+  return s < 1 ? Math.round(s * 1000) + ' ms' : s.toFixed(2) + ' s';
+}
+
+function tokens(u) {
+  if (!u) return 'no usage';
+  let t = `${u.input_tokens} in, ${u.output_tokens} out, ${u.total_tokens} total`;
+  if (u.incomplete) t += ' (a response carried no usage)';
+  return t;
+}
+
+// ---- live view ----------------------------------------------------------
+
+function startLive() {
+  const canvas = $('#live');
+  if (!canvas) return;
+  const status = $('#live-status');
+  const g = canvas.getContext('2d');
+  let frames = 0;
+  let painting = Promise.resolve();
+  const ws = new WebSocket(`ws://${location.host}/live`);
+  ws.binaryType = 'blob';
+  ws.onopen = () => { status.textContent = 'live'; };
+  ws.onmessage = (ev) => {
+    // Frames are painted in the order they came.
+    painting = painting.then(async () => {
+      const bmp = await createImageBitmap(ev.data);
+      if (canvas.width !== bmp.width || canvas.height !== bmp.height) {
+        canvas.width = bmp.width;
+        canvas.height = bmp.height;
+      }
+      g.drawImage(bmp, 0, 0);
+      bmp.close();
+      await new Promise((done) => requestAnimationFrame(() => done()));
+      frames++;
+      canvas.dataset.frames = String(frames);
+      canvas.dataset.paintedAt = String(performance.timeOrigin + performance.now());
+      status.textContent = `live · frame ${frames} at ${new Date().toLocaleTimeString()}`;
+    }).catch((err) => { status.textContent = 'a frame could not be shown: ' + err; });
+  };
+  ws.onclose = () => {
+    status.textContent = 'live view ended; trying again…';
+    setTimeout(startLive, 2000);
+  };
+}
+
+// ---- runs ---------------------------------------------------------------
+
+async function getJSON(url) {
+  const r = await fetch(url, { credentials: 'same-origin' });
+  if (!r.ok) throw new Error(`${url}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+async function showRuns() {
+  const data = await getJSON('/api/runs');
+  const body = $('#runs tbody');
+  body.replaceChildren();
+  for (const run of data.runs) {
+    const tr = el('tr');
+    tr.dataset.run = run.id;
+    const a = el('a', '', new Date(run.start).toLocaleString());
+    a.href = '#/runs/' + encodeURIComponent(run.id);
+    const td = el('td');
+    td.append(a);
+    const outcome = !run.ended ? 'running (or stopped without an end)' : run.ok ? 'done' : 'failed';
+    tr.append(td, el('td', '', run.task), el('td', '', String(run.steps)),
+      el('td', !run.ended ? '' : run.ok ? 'ok' : 'bad', outcome));
+    body.append(tr);
+  }
+  if (data.runs.length === 0) {
+    const tr = el('tr');
+    const td = el('td', 'muted', 'No runs yet.');
+    td.colSpan = 4;
+    tr.append(td);
+    body.append(tr);
+  }
+}
+
+let replay = { run: null, pos: -1 }; // pos -1: every step
+let refresh = null;
+
+async function showRun(id) {
+  const run = await getJSON('/api/runs/' + encodeURIComponent(id));
+  if (replay.run === null || replay.run.id !== id) replay.pos = -1;
+  replay.run = run;
+  $('#run-title').textContent = run.task || run.id;
+  const facts = $('#run-facts');
+  facts.replaceChildren();
+  const fact = (k, v) => facts.append(el('dt', '', k), el('dd', '', v));
+  fact('Run', run.id);
+  fact('Model', run.model || '—');
+  fact('Started', run.start ? new Date(run.start).toLocaleString() : '—');
+  fact('Steps', `${run.steps}${run.max_steps ? ' of at most ' + run.max_steps : ''}`);
+  fact('Tokens', tokens(run.usage));
+  if (run.duration_s) fact('Time', secs(run.duration_s));
+  fact('Record format', 'version ' + run.version);
+  const end = $('#run-end');
+  end.replaceChildren();
+  if (run.ended && run.ok) {
+    end.append(el('h3', '', 'Final message'), el('div', 'final', run.final_message));
+  } else if (run.ended) {
+    const box = el('div', 'error', run.error);
+    end.append(el('h3', 'bad', 'The run failed'), box,
+      el('p', '', 'Attempted calls: ' + ((run.attempted_call_ids || []).join(', ') || 'none')),
+      el('p', '', 'Completed calls: ' + ((run.completed_call_ids || []).join(', ') || 'none')));
+  } else {
+    end.append(el('p', 'muted', 'In progress: this page follows the record as it is written.'));
+  }
+  drawSteps();
+  clearTimeout(refresh);
+  if (!run.ended && location.hash === '#/runs/' + encodeURIComponent(id)) {
+    refresh = setTimeout(() => showRun(id).catch(showError), 1000);
+  }
+}
+
+function drawSteps() {
+  const run = replay.run;
+  const list = $('#steps');
+  list.replaceChildren();
+  const steps = run.step_list;
+  const shown = replay.pos < 0 ? steps : steps.slice(replay.pos, replay.pos + 1);
+  for (const st of shown) list.append(stepItem(run, st));
+  $('#replay-pos').textContent = replay.pos < 0 ? `all ${steps.length} steps` : `step ${replay.pos + 1} of ${steps.length}`;
+  $('#prev').disabled = replay.pos === 0 || steps.length === 0;
+  $('#next').disabled = replay.pos === steps.length - 1 || steps.length === 0;
+}
+
+function stepItem(run, st) {
+  const li = el('li', 'step');
+  li.dataset.step = String(st.n);
+  li.append(el('h3', '', `Step ${st.n}`));
+  const left = el('div');
+  // The actions are drawn on the screenshot the model chose them from;
+  // a step without actions shows the screenshot it took.
+  const shot = st.actions && st.actions.length && st.shown ? st.shown
+    : (st.screenshots && st.screenshots.length ? st.screenshots[st.screenshots.length - 1] : st.shown);
+  if (shot && shot.file) {
+    const box = el('div', 'shot');
+    const img = el('img');
+    img.alt = `screenshot ${shot.file}`;
+    img.src = `/api/runs/${encodeURIComponent(run.id)}/${encodeURIComponent(shot.file)}`;
+    box.append(img);
+    if (shot === st.shown && st.actions) box.append(marks(shot, st.actions));
+    left.append(box, el('p', 'muted', `${shot.file}, ${shot.width}×${shot.height}`));
+  }
+  const right = el('div');
+  const ul = el('ul', 'facts');
+  ul.append(el('li', '', `answer in ${secs(st.response_s)}, tokens ${tokens(st.usage)}`));
+  if (st.call_ids && st.call_ids.length) ul.append(el('li', '', 'calls ' + st.call_ids.join(', ')));
+  for (const a of st.actions || []) {
+    const item = el('li', a.error ? 'bad' : '', `${a.summary} — ${secs(a.duration_s)}`);
+    if (a.error) item.append(el('div', 'error', a.error));
+    item.className += ' action';
+    ul.append(item);
+  }
+  for (const s of st.screenshots || []) ul.append(el('li', '', `screenshot ${s.width}×${s.height}, ${Math.ceil(s.bytes / 1024)} KB — ${secs(s.duration_s)}`));
+  if (st.codes) ul.append(el('li', '', `${st.codes} code call(s)`));
+  right.append(ul);
+  for (const ap of st.approvals || []) {
+    const box = el('div', 'approval');
+    box.dataset.kind = ap.kind;
+    const what = ap.kind.replaceAll('_', ' ') + (ap.summary ? ': ' + ap.summary : '') +
+      (ap.checks && ap.checks.length ? ': ' + ap.checks.join(', ') : '');
+    box.append(el('div', '', what));
+    const verdict = !ap.answered ? 'waiting for an answer'
+      : (ap.approved ? 'approved' : 'refused') + (ap.reason ? ` (${ap.reason})` : '') + (ap.by ? ' by ' + ap.by : '');
+    box.append(el('div', ap.answered ? (ap.approved ? 'ok' : 'bad') : 'muted', verdict));
+    right.append(box);
+  }
+  if (st.final) right.append(el('div', 'final', st.final));
+  li.append(left, right);
+  return li;
+}
+
+// marks draws a step's actions over its screenshot, in its image space.
+function marks(shot, acts) {
+  const s = svg('svg', { viewBox: `0 0 ${shot.width} ${shot.height}`, preserveAspectRatio: 'none' });
+  const labels = [];
+  acts.forEach((a, i) => {
+    const m = a.mark;
+    if (!m) return;
+    const n = String(i + 1);
+    const g = svg('g', { class: 'mark-' + m.kind });
+    const num = (x, y) => { const t = svg('text', { x: x + 14, y: y - 10, class: 'mark-text' }); t.textContent = n; return t; };
+    switch (m.kind) {
+      case 'click':
+        g.append(svg('circle', { cx: m.x, cy: m.y, r: 14, class: 'mark' }),
+          svg('circle', { cx: m.x, cy: m.y, r: 3, class: 'mark-fill' }), num(m.x, m.y));
+        if (m.button !== 'left') {
+          const t = svg('text', { x: m.x + 14, y: m.y + 24, class: 'mark-text' });
+          t.textContent = m.button;
+          g.append(t);
+        }
+        break;
+      case 'double_click':
+        g.append(svg('circle', { cx: m.x, cy: m.y, r: 14, class: 'mark' }),
+          svg('circle', { cx: m.x, cy: m.y, r: 20, class: 'mark' }), num(m.x, m.y));
+        break;
+      case 'move':
+        g.append(svg('path', { d: `M${m.x - 10} ${m.y}h20M${m.x} ${m.y - 10}v20`, class: 'mark' }), num(m.x, m.y));
+        break;
+      case 'drag':
+        g.append(svg('circle', { cx: m.x, cy: m.y, r: 6, class: 'mark-fill' }),
+          svg('line', { x1: m.x, y1: m.y, x2: m.x2, y2: m.y2, class: 'mark' }),
+          svg('circle', { cx: m.x2, cy: m.y2, r: 12, class: 'mark' }), num(m.x, m.y));
+        break;
+      case 'scroll': {
+        const len = Math.hypot(m.dx, m.dy) || 1;
+        const ex = m.x + (m.dx / len) * 48, ey = m.y + (m.dy / len) * 48;
+        g.append(svg('circle', { cx: m.x, cy: m.y, r: 5, class: 'mark-fill' }),
+          svg('line', { x1: m.x, y1: m.y, x2: ex, y2: ey, class: 'mark' }),
+          svg('circle', { cx: ex, cy: ey, r: 8, class: 'mark' }), num(m.x, m.y));
+        break;
+      }
+      default:
+        labels.push(`${n}. ${m.label}`);
+        return;
+    }
+    s.append(g);
+  });
+  labels.forEach((l, i) => {
+    const t = svg('text', { x: 12, y: 30 + i * 26, class: 'mark-text mark-label' });
+    t.textContent = l;
+    s.append(t);
+  });
+  return s;
+}
+
+// ---- routing ------------------------------------------------------------
+
+function showError(err) {
+  const end = $('#run-end');
+  end.replaceChildren(el('div', 'error', String(err)));
+}
+
+async function route() {
+  const h = location.hash || '#/';
+  const live = h === '#/' || h === '';
+  $('#live-section').hidden = !live;
+  $('#runs-section').hidden = live || h !== '#/runs';
+  $('#run-section').hidden = !h.startsWith('#/runs/');
+  try {
+    if (live) await showRuns().then(() => { $('#runs-section').hidden = false; });
+    else if (h === '#/runs') await showRuns();
+    else if (h.startsWith('#/runs/')) await showRun(decodeURIComponent(h.slice('#/runs/'.length)));
+  } catch (err) {
+    showError(err);
+  }
+}
+
+$('#prev').addEventListener('click', () => { replay.pos = Math.max(0, replay.pos < 0 ? 0 : replay.pos - 1); drawSteps(); });
+$('#next').addEventListener('click', () => { replay.pos = Math.min(replay.run.step_list.length - 1, replay.pos + 1); drawSteps(); });
+$('#all').addEventListener('click', () => { replay.pos = -1; drawSteps(); });
+window.addEventListener('hashchange', route);
+startLive();
+route();
