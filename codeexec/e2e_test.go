@@ -4,10 +4,12 @@ package codeexec_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,13 +47,27 @@ func requirePIL(t *testing.T) {
 // through the environment, so a worker that inherited agentd's would see it.
 func startAgentd(t *testing.T, w, h int, args ...string) *desk {
 	t.Helper()
+	return startAgentdAs(t, w, h, false, args...)
+}
+
+// startAgentdAs is startAgentd; with asUser, a test running as root runs
+// agentd as nobody: root reads every process's /proc files, so only an
+// agentd of a plain user shows what its workers cannot read.
+func startAgentdAs(t *testing.T, w, h int, asUser bool, args ...string) *desk {
+	t.Helper()
 	bin := agentdtest.Binary(t)
 	x := xvfbtest.Start(t, w, h)
 	rec := xrecorder.Start(t, x.Display)
 	dir := t.TempDir()
+	var cred *syscall.Credential
+	if asUser && os.Geteuid() == 0 {
+		bin, dir = forNobody(t, bin)
+		cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
 	addrFile := filepath.Join(dir, "addr")
 	cmd := exec.Command(bin, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
 	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+testToken)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	addr, logs := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -61,6 +77,30 @@ func startAgentd(t *testing.T, w, h int, args ...string) *desk {
 	}
 	t.Cleanup(func() { c.Close() })
 	return &desk{x: x, rec: rec, client: c, log: logs}
+}
+
+const nobody = 65534
+
+// forNobody copies agentd where nobody may run it and returns it and a
+// directory nobody may write to.
+func forNobody(t *testing.T, bin string) (string, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agentd-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	b, err := os.ReadFile(bin)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "agentd"), b, 0o755)
+	}
+	if err == nil {
+		err = errors.Join(os.Chmod(dir, 0o755), os.Mkdir(filepath.Join(dir, "run"), 0o700), os.Chown(filepath.Join(dir, "run"), nobody, nobody))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "agentd"), filepath.Join(dir, "run")
 }
 
 func newDesk(t *testing.T) *desk {
