@@ -14,8 +14,9 @@ import (
 type Caller func(ctx context.Context, member string, args json.RawMessage) (json.RawMessage, error)
 
 // Driver is the guest's browser driver seen from the host: it implements
-// State and the 17 default methods the guest's Chromium offers (list_tabs
-// is derived from State by the toolset).
+// State, the 17 default methods the guest's Chromium offers (list_tabs is
+// derived from State by the toolset) and the opt-in set_checked, click_at,
+// hover_at and run_script, which a toolset offers only when selected.
 type Driver struct {
 	call Caller
 }
@@ -139,4 +140,27 @@ func (d *Driver) SwitchTab(ctx context.Context, a browser.SwitchTabArgs) (*strin
 
 func (d *Driver) CloseTab(ctx context.Context, a browser.CloseTabArgs) (*string, error) {
 	return d.text(ctx, browser.CloseTab, a)
+}
+
+func (d *Driver) SetChecked(ctx context.Context, a browser.SetCheckedArgs) (*string, error) {
+	return d.text(ctx, browser.SetChecked, a)
+}
+
+func (d *Driver) ClickAt(ctx context.Context, a browser.ClickAtArgs) (*string, error) {
+	return d.text(ctx, browser.ClickAt, a)
+}
+
+func (d *Driver) HoverAt(ctx context.Context, a browser.HoverAtArgs) (*string, error) {
+	return d.text(ctx, browser.HoverAt, a)
+}
+
+func (d *Driver) RunScript(ctx context.Context, a browser.RunScriptArgs) (string, error) {
+	res, err := d.do(ctx, browser.RunScript, a)
+	if err != nil {
+		return "", err
+	}
+	if res.Script == nil {
+		return "", fmt.Errorf("browser %s: the guest sent no result", browser.RunScript)
+	}
+	return *res.Script, nil
 }

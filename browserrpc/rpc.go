@@ -30,6 +30,8 @@ type Result struct {
 	Read  *browser.BrowserReadV1 `json:"read,omitempty"`
 	Image *browser.Image         `json:"image,omitempty"`
 	State *browser.State         `json:"state,omitempty"`
+	// Script is run_script's result ("" is one).
+	Script *string `json:"script,omitempty"`
 }
 
 // ErrNotOffered is matched (errors.Is) when the guest's driver does not
@@ -164,6 +166,32 @@ func Serve(ctx context.Context, d browser.Driver, member string, args []byte) ([
 	case browser.CloseTabArgs:
 		if x, ok := d.(browser.TabCloser); ok {
 			err = text(x.CloseTab(ctx, a))
+		} else {
+			offered = false
+		}
+	case browser.SetCheckedArgs:
+		if x, ok := d.(browser.CheckedSetter); ok {
+			err = text(x.SetChecked(ctx, a))
+		} else {
+			offered = false
+		}
+	case browser.ClickAtArgs:
+		if x, ok := d.(browser.PointClicker); ok {
+			err = text(x.ClickAt(ctx, a))
+		} else {
+			offered = false
+		}
+	case browser.HoverAtArgs:
+		if x, ok := d.(browser.PointHoverer); ok {
+			err = text(x.HoverAt(ctx, a))
+		} else {
+			offered = false
+		}
+	case browser.RunScriptArgs:
+		if x, ok := d.(browser.ScriptRunner); ok {
+			var out string
+			out, err = x.RunScript(ctx, a)
+			res.Script = &out
 		} else {
 			offered = false
 		}

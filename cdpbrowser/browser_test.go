@@ -350,3 +350,50 @@ func TestPrivateValuesNotReported(t *testing.T) {
 		t.Errorf("the text holds a private value: %q", r.Read.Text)
 	}
 }
+
+// set_checked twice true leaves the box checked (the second changes
+// nothing); run_script returns its value as text and is stopped at its
+// timeout; click_at outside the visible area is refused.
+func TestOptInMethods(t *testing.T) {
+	b, ctx := start(t)
+	srv := formServer(t)
+	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
+	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fragile := refOf(t, r, "Fragile")
+	for range 2 {
+		must(t)(b.SetChecked(ctx, browser.SetCheckedArgs{Target: fragile, Checked: true}))
+		if !eval[bool](t, b, ctx, `document.getElementById("fragile").checked`) {
+			t.Fatal("set_checked true left the box unchecked")
+		}
+	}
+	must(t)(b.SetChecked(ctx, browser.SetCheckedArgs{Target: fragile, Checked: false}))
+	if eval[bool](t, b, ctx, `document.getElementById("fragile").checked`) {
+		t.Fatal("set_checked false left the box checked")
+	}
+	if _, err := b.SetChecked(ctx, browser.SetCheckedArgs{Target: refOf(t, r, "Name"), Checked: true}); err == nil {
+		t.Error("set_checked on a text field succeeded")
+	}
+
+	for src, want := range map[string]string{`document.title`: "Pickup request", `1 + 1`: "2", `Promise.resolve({a: [1]})`: `{"a":[1]}`, `undefined`: ""} {
+		got, err := b.RunScript(ctx, browser.RunScriptArgs{Source: src, TimeoutMS: 5000})
+		if err != nil || got != want {
+			t.Errorf("run_script %s = %q, %v; want %q", src, got, err, want)
+		}
+	}
+	var be *browser.BrowserError
+	if _, err := b.RunScript(ctx, browser.RunScriptArgs{Source: `while (true) {}`, TimeoutMS: 200}); !errors.As(err, &be) {
+		t.Errorf("run_script of an endless loop: %v, want a BrowserError", err)
+	}
+	if _, err := b.RunScript(ctx, browser.RunScriptArgs{Source: `new Promise(() => {})`, TimeoutMS: 200}); !errors.As(err, &be) {
+		t.Errorf("run_script of a promise that never settles: %v, want a BrowserError", err)
+	}
+	if got, err := b.RunScript(ctx, browser.RunScriptArgs{Source: `"still alive"`, TimeoutMS: 1000}); err != nil || got != "still alive" {
+		t.Errorf("run_script after the timeouts: %q, %v", got, err)
+	}
+	if _, err := b.ClickAt(ctx, browser.ClickAtArgs{X: 100000, Y: 10, Button: browser.ButtonLeft, ClickCount: 1}); !errors.As(err, &be) {
+		t.Errorf("click_at outside the visible area: %v, want a BrowserError", err)
+	}
+}
