@@ -37,7 +37,22 @@ func TestMain(m *testing.M) {
 	// xgb logs every connection without an Xauthority file, and every lost
 	// server; the tests provoke both.
 	xgb.Logger = log.New(io.Discard, "", 0)
+	registerDecoders()
 	os.Exit(m.Run())
+}
+
+// registerDecoders opens a Capturer once while no other X connection of
+// the tests exists, so that xgb's process-wide decoder tables are written
+// (see initExtension) before any test's connection reads them.
+func registerDecoders() {
+	srv, err := xvfbtest.Launch(64, 48)
+	if err != nil {
+		return // the tests that need Xvfb say why
+	}
+	defer srv.Stop()
+	if c, err := Open(srv.Display, Options{}); err == nil {
+		_ = c.Close()
+	}
 }
 
 const block = 50

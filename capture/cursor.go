@@ -11,7 +11,7 @@ import (
 // initCursor enables XFixes, whose requests the server refuses until the
 // client has announced the version it speaks.
 func (x *xconn) initCursor() error {
-	if err := xfixes.Init(x.conn); err != nil {
+	if err := initExtension(x.conn, "XFIXES"); err != nil {
 		return err
 	}
 	if _, err := xfixes.QueryVersion(x.conn, 4, 0).Reply(); err != nil {

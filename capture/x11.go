@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jezek/xgb"
@@ -70,7 +71,7 @@ func dialX(display string, useSHM, cursor bool) (*xconn, error) {
 // capture can tell at the cost of one round trip that nothing was drawn
 // since the last one. Without the extension every capture reads the screen.
 func (x *xconn) watchDamage() {
-	if damage.Init(x.conn) != nil {
+	if initExtension(x.conn, "DAMAGE") != nil {
 		return
 	}
 	if _, err := damage.QueryVersion(x.conn, 1, 1).Reply(); err != nil {
@@ -84,6 +85,44 @@ func (x *xconn) watchDamage() {
 		return
 	}
 	x.damage = id
+}
+
+// extMu serialises initExtension's registrations.
+var extMu sync.Mutex
+
+// initExtension does what the Init of xgb's extension packages (shm.Init,
+// damage.Init, xfixes.Init) does, but writes xgb's process-wide tables of
+// event and error decoders only where the extension's numbers are not there
+// yet: those tables are read without a lock by every connection's reader
+// goroutine, and the packages' Init rewrites them on every connection (a
+// data race with the readers of other connections). So they are written
+// once per server's numbering: on agentd's first connection, before it has
+// asked for any event. A number taken by another decoder still delivers an
+// event or an error, which the callers take as damage or failure.
+func initExtension(c *xgb.Conn, name string) error {
+	reply, err := xproto.QueryExtension(c, uint16(len(name)), name).Reply()
+	if err != nil {
+		return err
+	}
+	if !reply.Present {
+		return fmt.Errorf("no %s extension", name)
+	}
+	c.ExtLock.Lock()
+	c.Extensions[name] = reply.MajorOpcode
+	c.ExtLock.Unlock()
+	extMu.Lock()
+	defer extMu.Unlock()
+	for n, f := range xgb.NewExtEventFuncs[name] {
+		if ev := int(reply.FirstEvent) + n; xgb.NewEventFuncs[ev] == nil {
+			xgb.NewEventFuncs[ev] = f
+		}
+	}
+	for n, f := range xgb.NewExtErrorFuncs[name] {
+		if e := int(reply.FirstError) + n; xgb.NewErrorFuncs[e] == nil {
+			xgb.NewErrorFuncs[e] = f
+		}
+	}
+	return nil
 }
 
 // resetDamage forgets the events received so far and empties the damage
@@ -157,7 +196,7 @@ var serverAttach = func(c *xgb.Conn, seg shm.Seg, id int) error {
 // 0600: only our user can attach it (and root); a server running as another
 // user is refused, and we fall back to GetImage.
 func (x *xconn) attach() error {
-	if err := shm.Init(x.conn); err != nil {
+	if err := initExtension(x.conn, "MIT-SHM"); err != nil {
 		return err
 	}
 	id, err := unix.SysvShmGet(unix.IPC_PRIVATE, x.w*x.h*4, unix.IPC_CREAT|0o600)
