@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 )
@@ -46,14 +46,16 @@ func start(t *testing.T) (*Browser, context.Context) {
 	return b, ctx
 }
 
-func formServer(t *testing.T) *exercise.RecordServer {
+// openForm serves the pickup form, opens it and reads it.
+func openForm(t *testing.T, b *Browser, ctx context.Context, filter browser.Filter) (*exercise.RecordServer, browser.ReadResult) {
 	t.Helper()
-	srv, err := exercise.NewRecordServer(filepath.Join(t.TempDir(), "records.jsonl"))
+	srv := browsertest.FormServer(t)
+	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
+	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: filter})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return srv, r
 }
 
 // refOf finds the ref of the element labelled label.
@@ -85,12 +87,7 @@ func must(t *testing.T) func(*string, error) {
 // server's record is exactly what was typed and chosen.
 func TestFillFormThroughRefs(t *testing.T) {
 	b, ctx := start(t)
-	srv := formServer(t)
-	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
-	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterInteractive})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, r := openForm(t, b, ctx, browser.FilterInteractive)
 	roles := map[string]browser.Role{}
 	for _, e := range r.Read.Elements {
 		roles[e.Label] = e.Role
@@ -153,18 +150,13 @@ func TestFillFormThroughRefs(t *testing.T) {
 // clicked: no record, the form still there.
 func TestStaleRefAfterNavigation(t *testing.T) {
 	b, ctx := start(t)
-	srv := formServer(t)
-	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
-	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, r := openForm(t, b, ctx, browser.FilterAll)
 	name := refOf(t, r, "Name")
 	submit := refOf(t, r, "Submit")
 	must(t)(b.Type(ctx, browser.TypeArgs{Text: "Ann", Target: &name}))
 	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
 
-	_, err = b.Click(ctx, browser.ClickArgs{Target: submit})
+	_, err := b.Click(ctx, browser.ClickArgs{Target: submit})
 	var be *browser.BrowserError
 	if !errors.As(err, &be) || !strings.Contains(be.Message, "stale") {
 		t.Fatalf("click on a stale ref: %v, want a BrowserError saying stale", err)
@@ -356,12 +348,7 @@ func TestPrivateValuesNotReported(t *testing.T) {
 // timeout; click_at outside the visible area is refused.
 func TestOptInMethods(t *testing.T) {
 	b, ctx := start(t)
-	srv := formServer(t)
-	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
-	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := openForm(t, b, ctx, browser.FilterAll)
 	fragile := refOf(t, r, "Fragile")
 	for range 2 {
 		must(t)(b.SetChecked(ctx, browser.SetCheckedArgs{Target: fragile, Checked: true}))
