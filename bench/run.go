@@ -146,7 +146,12 @@ func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr Size
 	if err != nil {
 		return sr, nil, err
 	}
-	return sr, append(input, typing...), nil
+	o.progress("%v: runner overhead over %d steps", size, runnerSteps)
+	overhead, err := b.measureRunner(ctx)
+	if err != nil {
+		return sr, nil, err
+	}
+	return sr, append(append(input, typing...), overhead), nil
 }
 
 func openSizeBench(ctx context.Context, g *local.Guest, size Size, o Options) (*sizeBench, error) {

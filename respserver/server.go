@@ -199,6 +199,10 @@ type Request struct {
 	Body json.RawMessage
 	// ResponseID is set when the turn was answered.
 	ResponseID string
+	// Handled is the server's own time on an answered request, from the
+	// handler's start to the answer written (a scripted Delay included):
+	// what a benchmark subtracts to leave the client's cost.
+	Handled time.Duration
 }
 
 // Server is a running scripted Responses server on 127.0.0.1.
@@ -326,6 +330,7 @@ type callOutput struct {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	if r.Method != http.MethodPost {
 		s.violation(w, http.StatusMethodNotAllowed, "invalid_request_error", "method "+r.Method+" not allowed on "+r.URL.Path)
 		return
@@ -399,6 +404,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	rec.Status = http.StatusOK
 	rec.ResponseID = resp["id"].(string)
 	s.requests = append(s.requests, rec)
+	k := len(s.requests) - 1
 	// The response exists once generated, even if its body is cut below.
 	s.next++
 	s.lastID, s.lastTurn = rec.ResponseID, i
@@ -414,6 +420,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", "req_"+randomHex(16))
 	_, _ = w.Write(data)
+	s.mu.Lock()
+	s.requests[k].Handled = time.Since(start)
+	s.mu.Unlock()
 }
 
 // check validates a request for turn i like the real API would. It runs

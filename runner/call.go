@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image/png"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
@@ -48,11 +50,11 @@ func (t *Toolset) Execute(ctx context.Context, call responses.ResponseComputerTo
 	if err := p.Approve(ctx, s); err != nil {
 		return zero, x.fail(err)
 	}
-	out, err := c.runCall(ctx, s, p)
+	png, err := c.runCall(ctx, s, p)
 	if err != nil {
 		return zero, x.fail(err)
 	}
-	return out, nil
+	return outputParam(p, png), nil
 }
 
 // computerTool is the computer toolset as one Tool of a run.
@@ -105,11 +107,11 @@ func (p *plan) CallID() string { return p.callID }
 func (p *plan) Approve(ctx context.Context, s *Step) error { return p.tool.approveChecks(ctx, s, p) }
 
 func (p *plan) Execute(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
-	out, err := p.tool.runCall(ctx, s, p)
+	png, err := p.tool.runCall(ctx, s, p)
 	if err != nil {
 		return responses.ResponseInputItemUnionParam{}, err
 	}
-	return responses.ResponseInputItemUnionParam{OfComputerCallOutput: &out}, nil
+	return param.Override[responses.ResponseInputItemUnionParam](rawOutput(p, png)), nil
 }
 
 // prepare decodes and validates every action of a call, strictly, before
@@ -250,8 +252,8 @@ func answered(ctx context.Context, s *Step, ok bool, reason string, err error, r
 // screenshot takes just that one. BeforeAction, when set, is asked
 // immediately before each of these steps; without it the driver may run the
 // call at once.
-func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) (responses.ResponseInputItemComputerCallOutputParam, error) {
-	var zero responses.ResponseInputItemComputerCallOutputParam
+func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) ([]byte, error) {
+	var zero []byte
 	as := p.actions
 	if len(as) == 1 && as[0].Type == actions.Screenshot {
 		as = nil
@@ -323,7 +325,7 @@ func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) (responses
 	c.image = shot.Transform.Image
 	s.Event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(stepStart)),
 		Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
-	return outputParam(p, shot.PNG), nil
+	return shot.PNG, nil
 }
 
 // beforeStep checks, immediately before a step of a call, that the run is
@@ -379,6 +381,32 @@ func checkScreenshot(data []byte, size scaling.Size) error {
 		return fmt.Errorf("the driver returned a %dx%d image but its transform says %dx%d", cfg.Width, cfg.Height, size.W, size.H)
 	}
 	return nil
+}
+
+// rawOutput is outputParam as JSON, made directly: the SDK's encoder takes
+// several milliseconds to escape a screenshot's base64 character by
+// character, and base64 needs no escaping.
+func rawOutput(p *plan, pngData []byte) json.RawMessage {
+	type ack struct {
+		ID      string `json:"id"`
+		Code    string `json:"code,omitempty"`
+		Message string `json:"message,omitempty"`
+	}
+	head := struct {
+		Type   string `json:"type"`
+		CallID string `json:"call_id"`
+		Acks   []ack  `json:"acknowledged_safety_checks,omitempty"`
+	}{Type: "computer_call_output", CallID: p.callID}
+	for _, c := range p.checks {
+		head.Acks = append(head.Acks, ack{c.ID, c.Code, c.Message})
+	}
+	h, _ := json.Marshal(head) // strings only: it cannot fail
+	const prefix = `,"output":{"type":"computer_screenshot","detail":"original","image_url":"data:image/png;base64,`
+	out := make([]byte, 0, len(h)+len(prefix)+base64.StdEncoding.EncodedLen(len(pngData))+3)
+	out = append(out, h[:len(h)-1]...)
+	out = append(out, prefix...)
+	out = base64.StdEncoding.AppendEncode(out, pngData)
+	return append(out, `"}}`...)
 }
 
 // outputParam is the computer_call_output answering p: the screenshot as a

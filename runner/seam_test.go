@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -198,5 +200,25 @@ func TestRunFromInputItems(t *testing.T) {
 	body := string(srv.Requests()[0].Body)
 	if !strings.Contains(body, `"input_image"`) || strings.Index(body, `"input_image"`) > strings.Index(body, "click the button") {
 		t.Fatalf("first request input: the image, then the text: %.300s", body)
+	}
+}
+
+// TestRawOutputIsOutputParam: the loop's hand-made JSON answer is the same
+// item as Execute's typed one.
+func TestRawOutputIsOutputParam(t *testing.T) {
+	p := &plan{callID: "call_\"1", checks: []SafetyCheck{{ID: "sc_1", Code: "c", Message: "m <&>"}, {ID: "sc_2"}}}
+	png := newFakeDriver(t, 5, 3).png
+	for _, p := range []*plan{p, {callID: "call_2"}} {
+		typed, _ := json.Marshal(outputParam(p, png))
+		var a, b any
+		if err := json.Unmarshal(typed, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(rawOutput(p, png), &b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("raw %s\ntyped %s", rawOutput(p, png), typed)
+		}
 	}
 }

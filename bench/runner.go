@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+const (
+	idRunnerOverhead = "runner-overhead"
+	// runnerSteps is how many 3-action steps the runner figure times.
+	runnerSteps = 100
+)
+
+// timedDriver adds up the time spent inside the driver: agentd and its
+// channel.
+type timedDriver struct {
+	computer.Driver
+	mu    sync.Mutex
+	spent time.Duration
+}
+
+func (d *timedDriver) Run(ctx context.Context, as []actions.Action, h computer.Hooks) (computer.Screenshot, error) {
+	start := time.Now()
+	shot, err := d.Driver.Run(ctx, as, h)
+	d.mu.Lock()
+	d.spent += time.Since(start)
+	d.mu.Unlock()
+	return shot, err
+}
+
+func (d *timedDriver) take() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.spent
+	d.spent = 0
+	return t
+}
+
+// measureRunner times the runner's own cost per step: a scripted model
+// (respserver, through the real SDK) asks for runnerSteps calls of three
+// mouse moves, the screen fitted into 1280×800; each step's wall time (one
+// request to the next) minus the model server's own time and the driver's
+// (agentd and its channel) is what the runner and the SDK add: validation,
+// events, the screenshot's base64 and the request's JSON.
+func (b *sizeBench) measureRunner(ctx context.Context) (Figure, error) {
+	b.client.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+	defer b.client.SetView(nativeView)
+	turns := []respserver.Turn{respserver.Call(`{"type":"screenshot"}`)}
+	for i := range runnerSteps {
+		x, y := 100+i*7, 100+i*5
+		turns = append(turns, respserver.Call(
+			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x, y),
+			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+20, y+10),
+			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+40, y+20)))
+	}
+	turns = append(turns, respserver.Final("done"))
+	srv, url := respserver.Start(turns...)
+	defer srv.Close()
+
+	d := &timedDriver{Driver: b.client}
+	ts := runner.New(openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("bench"), option.WithMaxRetries(0)), d)
+	defer ts.Close()
+	var (
+		stepStart time.Time
+		walls     []time.Duration
+		driver    []time.Duration
+	)
+	_, err := ts.Run(ctx, runner.RunOptions{Model: "bench", Input: "move the mouse", MaxSteps: len(turns),
+		CallOptions: runner.CallOptions{OnEvent: func(e runner.Event) {
+			if e.Kind != runner.EventRequest {
+				return
+			}
+			if !stepStart.IsZero() {
+				walls = append(walls, e.Time.Sub(stepStart))
+				driver = append(driver, d.take())
+			}
+			stepStart = e.Time
+		}}})
+	if err != nil {
+		return Figure{}, fmt.Errorf("runner overhead: %w", err)
+	}
+	if err := srv.Err(); err != nil {
+		return Figure{}, fmt.Errorf("runner overhead: %w", err)
+	}
+	// Step k runs from request k to request k+1: it holds the model's
+	// answer to request k and the driver's work on it. The first step
+	// (a screenshot alone) and the final answer are left out.
+	reqs := srv.Requests()
+	var overhead []time.Duration
+	for k := 1; k < len(walls) && k < len(reqs); k++ {
+		overhead = append(overhead, walls[k]-reqs[k].Handled-driver[k])
+	}
+	f := timeFigure(idRunnerOverhead, "runner overhead per step (3 moves, fitted into 1280×800; minus model server and driver)", overhead)
+	f.Note = "target ≤ 5 ms"
+	return f, nil
+}
