@@ -42,6 +42,23 @@ func NewTerminalApprover(in *os.File, out io.Writer) *TerminalApprover {
 
 // ApproveSafetyChecks fits CallOptions.ApproveSafetyChecks.
 func (p *TerminalApprover) ApproveSafetyChecks(ctx context.Context, call CallInfo, checks []SafetyCheck) (any, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe model's next actions (call %s) raised safety checks:\n", call.CallID)
+	for _, c := range checks {
+		fmt.Fprintf(&b, "  - %s: %s\n", c.Code, c.Message)
+	}
+	summaries := make([]string, len(call.Actions))
+	for i, a := range call.Actions {
+		summaries[i] = a.String()
+	}
+	fmt.Fprintf(&b, "They would run: %s\nApprove and run them? [y/N] ", strings.Join(summaries, ", "))
+	return p.Ask(ctx, b.String())
+}
+
+// Ask asks a person a yes/no question (shown through Printable) and
+// approves only on "y" or "yes". Without a terminal it refuses with
+// ErrNoTerminal, without asking.
+func (p *TerminalApprover) Ask(ctx context.Context, question string) (bool, error) {
 	if !p.interactive {
 		return false, ErrNoTerminal
 	}
@@ -59,19 +76,9 @@ func (p *TerminalApprover) ApproveSafetyChecks(ctx context.Context, call CallInf
 			drained = true
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nThe model's next actions (call %s) raised safety checks:\n", call.CallID)
-	for _, c := range checks {
-		fmt.Fprintf(&b, "  - %s: %s\n", c.Code, c.Message)
-	}
-	summaries := make([]string, len(call.Actions))
-	for i, a := range call.Actions {
-		summaries[i] = a.String()
-	}
-	fmt.Fprintf(&b, "They would run: %s\nApprove and run them? [y/N] ", strings.Join(summaries, ", "))
 	// Everything shown comes from the API or the model: keep it from
 	// driving the terminal.
-	if _, err := io.WriteString(p.out, Printable(b.String())); err != nil {
+	if _, err := io.WriteString(p.out, Printable(question)); err != nil {
 		return false, fmt.Errorf("asking for approval: %w", err)
 	}
 	select {
