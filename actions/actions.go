@@ -149,12 +149,46 @@ func Decode(data []byte) (Action, error) {
 
 // UnmarshalJSON decodes strictly, as Decode does, so every message that
 // carries actions (the wire protocol, a CLI argument) gets the same checks.
+// Its error is an *Error (index 0; a List sets the index).
 func (a *Action) UnmarshalJSON(data []byte) error {
 	v, err := Decode(data)
 	if err != nil {
-		return err
+		return &Error{Err: err}
 	}
 	*a = v
+	return nil
+}
+
+// Error is an action that did not decode, and where it was.
+type Error struct {
+	// Index is the action's position in its List (0 for a single action).
+	Index int
+	Err   error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// List is a JSON array of actions decoded strictly; an error is an *Error
+// naming the first bad action's index.
+type List []Action
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *List) UnmarshalJSON(data []byte) error {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return fmt.Errorf("actions must be a JSON array: %w", err)
+	}
+	out := make(List, 0, len(raws))
+	for i, r := range raws {
+		a, err := Decode(r)
+		if err != nil {
+			return &Error{Index: i, Err: err}
+		}
+		out = append(out, a)
+	}
+	*l = out
 	return nil
 }
 

@@ -19,6 +19,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"id":5,"op":"release_all"}`,
 		`{"id":6,"op":"batch","actions":[{"type":"drag","path":[{"x":1,"y":1},{"x":2,"y":2}]}]}`,
 		`{"id":7,"op":"batch","actions":[{"type":"keypress","keys":["CTRL","ALT","DELETE"]},{"type":"wait"}]}`,
+		`{"id":8,"op":"batch","gate":true,"actions":[{"type":"move","x":1,"y":1}]}`,
+		`{"id":9,"op":"go","target":8,"index":1}`,
 		`{}`, `[]`, `null`, `{"id":1e99}`,
 	} {
 		f.Add([]byte(seed))
@@ -33,7 +35,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			if len(req.actions) == 0 {
 				t.Fatalf("accepted %s with no actions", req.op)
 			}
-		case wire.OpScreenshot, wire.OpReleaseAll, wire.OpCancel:
+		case wire.OpScreenshot, wire.OpReleaseAll, wire.OpCancel, wire.OpGo, wire.OpExec, wire.OpBrowser:
 		default:
 			t.Fatalf("accepted unknown op %q", req.op)
 		}

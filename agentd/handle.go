@@ -24,6 +24,10 @@ func (s *session) handle(sessCtx context.Context, req request) {
 	ctx, cancel := context.WithTimeout(sessCtx, timeout)
 	s.mu.Lock()
 	s.runningID, s.cancelRun, s.cancelledB = req.id, cancel, false
+	select {
+	case <-s.gos: // meant for an earlier request
+	default:
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -72,6 +76,17 @@ func (s *session) viewTransform(v wire.View) (scaling.Transform, error) {
 // then runs them in order, stopping at the first failure. A batch ends with
 // one screenshot, unless the request was cancelled or its session ended.
 func (s *session) runActions(sessCtx, ctx context.Context, req request) {
+	// A batch's view applies from its screenshot on: its actions are in the
+	// image space of the screenshot before.
+	var view *scaling.Transform
+	if req.op == wire.OpBatch && req.view != nil {
+		t, err := s.viewTransform(*req.view)
+		if err != nil {
+			s.replyError(sessCtx, req.id, wire.CodeBadRequest, err.Error(), -1)
+			return
+		}
+		view = &t
+	}
 	screenActions := make([]actions.Action, len(req.actions))
 	for i, a := range req.actions {
 		sa, err := s.toScreen(a)
@@ -88,6 +103,12 @@ func (s *session) runActions(sessCtx, ctx context.Context, req request) {
 		if err := ctx.Err(); err != nil {
 			failure = s.stopError(sessCtx, err, i, "before action")
 			break
+		}
+		if req.gate {
+			if err := s.awaitGo(sessCtx, ctx, req.id, i); err != nil {
+				failure = s.stopError(sessCtx, err, i, "before action")
+				break
+			}
 		}
 		res, err := s.srv.cfg.Exec.Do(ctx, a)
 		if err != nil {
@@ -111,11 +132,38 @@ func (s *session) runActions(sessCtx, ctx context.Context, req request) {
 	if failure != nil {
 		reply.Op, reply.Error = wire.OpError, failure
 	}
-	if req.op == wire.OpBatch && ctx.Err() == nil {
+	if req.op == wire.OpBatch && req.gate && failure == nil {
+		// The screenshot is a step of its own: nothing that failed or was
+		// not approved gets one.
+		if err := s.awaitGo(sessCtx, ctx, req.id, len(screenActions)); err != nil {
+			reply.Op, reply.Error = wire.OpError, s.stopError(sessCtx, err, len(screenActions), "before the screenshot, step")
+		}
+	}
+	if req.op == wire.OpBatch && ctx.Err() == nil && (!req.gate || reply.Error == nil) {
+		if view != nil {
+			s.view, s.transform = *req.view, *view
+		}
 		s.replyWithScreenshot(sessCtx, ctx, reply)
 		return
 	}
 	s.send(sessCtx, reply)
+}
+
+// awaitGo tells the client that step index of gated request id is next and
+// waits for its go, or for the request to end (a refusal is a cancel).
+func (s *session) awaitGo(sessCtx, ctx context.Context, id uint64, index int) error {
+	s.send(sessCtx, wire.Ready{Op: wire.OpReady, ID: id, Index: index})
+	for {
+		select {
+		case i := <-s.gos:
+			if i == index {
+				return nil
+			}
+			// A go for another step is a late duplicate: wait for this one.
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // stopError describes why a request stopped early: the client's cancel, the

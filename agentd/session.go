@@ -30,24 +30,12 @@ func digest(b []byte) []byte {
 	return d[:]
 }
 
-// rawRequest is a Request whose actions are decoded one by one, so an error
-// can name the index of the bad action.
-type rawRequest struct {
-	ID       uint64            `json:"id"`
-	Op       string            `json:"op"`
-	Actions  []json.RawMessage `json:"actions"`
-	Action   json.RawMessage   `json:"action"`
-	View     *wire.View        `json:"view"`
-	Target   uint64            `json:"target"`
-	Code     string            `json:"code"`
-	Deadline int64             `json:"deadline_ms"`
-	Browser  *wire.BrowserCall `json:"browser"`
-}
-
 type request struct {
 	id      uint64
 	op      string
 	actions []actions.Action
+	gate    bool // a batch that waits for go before each step
+	index   int  // go: the step it lets run
 	view    *wire.View
 	code    string        // exec
 	timeout time.Duration // exec's deadline
@@ -58,6 +46,8 @@ type session struct {
 	srv  *Server
 	conn *websocket.Conn
 	reqs chan request
+	// gos carries the running gated batch's go messages to the worker.
+	gos chan int
 
 	writeMu sync.Mutex
 
@@ -74,7 +64,7 @@ type session struct {
 }
 
 func newSession(srv *Server, conn *websocket.Conn) *session {
-	return &session{srv: srv, conn: conn, reqs: make(chan request, queueDepth)}
+	return &session{srv: srv, conn: conn, reqs: make(chan request, queueDepth), gos: make(chan int, 1)}
 }
 
 // run serves the session until the client leaves or misbehaves, then
@@ -170,7 +160,7 @@ func failedIndex(err error) int {
 }
 
 func decodeRequest(data []byte) (request, error) {
-	var raw rawRequest
+	var raw wire.Request
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
@@ -179,6 +169,10 @@ func decodeRequest(data []byte) (request, error) {
 			ID uint64 `json:"id"`
 		}
 		_ = json.Unmarshal(data, &idOnly)
+		var ae *actions.Error
+		if errors.As(err, &ae) {
+			return request{id: idOnly.ID}, &indexError{ae.Index, ae.Err}
+		}
 		return request{id: idOnly.ID}, fmt.Errorf("malformed request: %w", err)
 	}
 	req := request{id: raw.ID, op: raw.Op, view: raw.View}
@@ -190,22 +184,12 @@ func decodeRequest(data []byte) (request, error) {
 		if len(raw.Actions) == 0 {
 			return req, errors.New("batch has no actions")
 		}
-		for i, r := range raw.Actions {
-			a, err := actions.Decode(r)
-			if err != nil {
-				return req, &indexError{i, err}
-			}
-			req.actions = append(req.actions, a)
-		}
+		req.actions, req.gate = raw.Actions, raw.Gate
 	case wire.OpAction:
-		if len(raw.Action) == 0 {
+		if raw.Action == nil {
 			return req, errors.New(`action request has no "action"`)
 		}
-		a, err := actions.Decode(raw.Action)
-		if err != nil {
-			return req, &indexError{0, err}
-		}
-		req.actions = []actions.Action{a}
+		req.actions = []actions.Action{*raw.Action}
 	case wire.OpBrowser:
 		if raw.Browser == nil || raw.Browser.Member == "" {
 			return req, errors.New(`browser request has no "browser" call with a member`)
@@ -213,16 +197,16 @@ func decodeRequest(data []byte) (request, error) {
 		req.browser = raw.Browser
 	case wire.OpScreenshot, wire.OpReleaseAll:
 	case wire.OpExec:
-		d, err := codeexec.Deadline(raw.Deadline)
+		d, err := codeexec.Deadline(raw.DeadlineMS)
 		if err != nil {
 			return req, err
 		}
 		req.code, req.timeout = raw.Code, d
-	case wire.OpCancel:
+	case wire.OpCancel, wire.OpGo:
 		if raw.Target == 0 {
-			return req, errors.New("cancel needs a target id")
+			return req, fmt.Errorf("%s needs a target id", raw.Op)
 		}
-		req.id = raw.Target
+		req.id, req.index = raw.Target, raw.Index
 	default:
 		return req, fmt.Errorf("unknown op %q", raw.Op)
 	}
@@ -231,6 +215,17 @@ func decodeRequest(data []byte) (request, error) {
 
 // dispatch queues a request, or cancels the running one.
 func (s *session) dispatch(ctx context.Context, req request) {
+	if req.op == wire.OpGo {
+		s.mu.Lock()
+		if s.runningID == req.id {
+			select {
+			case s.gos <- req.index:
+			default: // a second go for the same wait: the first one counts
+			}
+		}
+		s.mu.Unlock()
+		return
+	}
 	if req.op == wire.OpCancel {
 		s.mu.Lock()
 		if s.runningID == req.id && s.cancelRun != nil {

@@ -28,10 +28,47 @@ var (
 	_ computer.Stepper = (*Client)(nil)
 )
 
-// Run implements computer.Driver: one request per action, then the
-// screenshot.
+// Run implements computer.Driver with one batch request: agentd checks
+// every action against the view before running any, runs them in order and
+// takes the screenshot. With h.Before set the batch is gated: agentd asks
+// before each step and waits for the answer, so Before is asked immediately
+// before each action and before the screenshot; without it nothing waits.
+// The view set with SetView applies from this call's screenshot on.
 func (c *Client) Run(ctx context.Context, as []actions.Action, h computer.Hooks) (computer.Screenshot, error) {
-	return computer.Sequential(c).Run(ctx, as, h)
+	if len(as) == 0 {
+		if h.Before != nil {
+			if err := h.Before(ctx, computer.Step{Index: 0, Final: true}); err != nil {
+				return computer.Screenshot{}, err
+			}
+		}
+		return c.Screenshot(ctx)
+	}
+	c.viewMu.Lock()
+	view := c.view
+	c.viewMu.Unlock()
+	req := wire.Request{Op: wire.OpBatch, Actions: as, View: view, Gate: h.Before != nil}
+	var onReady func(context.Context, int) error
+	if h.Before != nil {
+		onReady = func(ctx context.Context, i int) error {
+			if i > len(as) {
+				return fmt.Errorf("guest: agentd announced step %d of a batch of %d", i, len(as))
+			}
+			return h.Before(ctx, computer.Step{Index: i, Final: i == len(as)})
+		}
+	}
+	rep, png, err := c.callGated(ctx, req, h.Done, onReady)
+	if err != nil {
+		return computer.Screenshot{}, err
+	}
+	if rep.Screenshot == nil {
+		return computer.Screenshot{}, fmt.Errorf("guest: agentd sent no screenshot")
+	}
+	c.viewMu.Lock()
+	if c.view == view {
+		c.view = nil
+	}
+	c.viewMu.Unlock()
+	return computer.Screenshot{PNG: png, Transform: rep.Screenshot.Transform}, nil
 }
 
 // Do performs one action, its coordinates in the image space of the latest
@@ -136,6 +173,13 @@ func (c *Client) Wait(ctx context.Context) (wire.ActionResult, error) {
 // call sends one request and collects its reply (and PNG, if any). It is
 // the only place that consumes the inbox, and only one call runs at a time.
 func (c *Client) call(ctx context.Context, req wire.Request, onProgress func(wire.ActionResult)) (wire.Reply, []byte, error) {
+	return c.callGated(ctx, req, onProgress, nil)
+}
+
+// callGated is call for a gated batch: onReady is asked before each step
+// agentd announces, and agentd runs the step only once it returns nil; its
+// error cancels the request and is the call's error.
+func (c *Client) callGated(ctx context.Context, req wire.Request, onProgress func(wire.ActionResult), onReady func(ctx context.Context, index int) error) (wire.Reply, []byte, error) {
 	if c.closed.Load() {
 		return wire.Reply{}, nil, ErrClosed
 	}
@@ -157,6 +201,7 @@ func (c *Client) call(ctx context.Context, req wire.Request, onProgress func(wir
 	}
 
 	var progress []wire.ActionResult
+	var refused error // onReady's refusal
 	ctxDone := ctx.Done()
 	var graceOver <-chan time.Time
 	cancelSent := false
@@ -169,10 +214,32 @@ func (c *Client) call(ctx context.Context, req wire.Request, onProgress func(wir
 			if f.typ != websocket.MessageText {
 				continue // a PNG of an abandoned earlier request
 			}
-			rep, prog, err := parseServerMessage(f.data)
+			m, err := parseServerMessage(f.data)
 			if err != nil {
 				return wire.Reply{}, nil, fmt.Errorf("guest: %w", err)
 			}
+			if r := m.ready; r != nil {
+				if r.ID != req.ID || onReady == nil || cancelSent {
+					continue
+				}
+				if err := onReady(ctx, r.Index); err != nil {
+					refused = err
+					if werr := c.sendCancel(req.ID); werr != nil {
+						return wire.Reply{}, nil, c.lost(progress, -1, werr)
+					}
+					cancelSent, ctxDone = true, nil
+					grace := time.NewTimer(cancelGrace)
+					defer grace.Stop()
+					graceOver = grace.C
+					continue
+				}
+				goMsg, _ := json.Marshal(wire.Request{ID: c.nextID.Add(1), Op: wire.OpGo, Target: req.ID, Index: r.Index})
+				if werr := c.send(goMsg); werr != nil {
+					return wire.Reply{}, nil, c.lost(progress, -1, werr)
+				}
+				continue
+			}
+			rep, prog := m.reply, m.progress
 			if prog != nil {
 				if prog.ID == req.ID {
 					progress = append(progress, prog.Result)
@@ -200,6 +267,10 @@ func (c *Client) call(ctx context.Context, req wire.Request, onProgress func(wir
 					rep.Exec.Images[i].PNG = b.data
 				}
 			}
+			if refused != nil {
+				// What ran is in the results; the refusal is why it stopped.
+				return rep, png, refused
+			}
 			if rep.Op == wire.OpError {
 				e := &Error{Code: rep.Error.Code, Message: rep.Error.Message, FailedIndex: rep.Error.FailedIndex, Results: rep.Results}
 				if cancelSent && ctx.Err() != nil {
@@ -210,13 +281,16 @@ func (c *Client) call(ctx context.Context, req wire.Request, onProgress func(wir
 			return rep, png, nil
 		case <-graceOver:
 			// agentd did not confirm in time: what ran is unknown.
+			why := ctx.Err()
+			if refused != nil {
+				why = refused
+			}
 			return wire.Reply{}, nil, fmt.Errorf("%w: agentd did not confirm the cancel; %d action(s) completed, action %d may have run",
-				ctx.Err(), len(progress), len(progress))
+				why, len(progress), len(progress))
 		case <-ctxDone:
 			cancelSent = true
 			ctxDone = nil
-			cancelMsg, _ := json.Marshal(wire.Request{ID: c.nextID.Add(1), Op: wire.OpCancel, Target: req.ID})
-			if werr := c.send(cancelMsg); werr != nil {
+			if werr := c.sendCancel(req.ID); werr != nil {
 				return wire.Reply{}, nil, c.lost(progress, inFlight(req, progress), werr)
 			}
 			grace := time.NewTimer(cancelGrace)
@@ -250,31 +324,51 @@ func (c *Client) lost(completed []wire.ActionResult, inflight int, err error) er
 	return &ConnectionLostError{Completed: completed, InFlight: inflight, Err: err}
 }
 
-func parseServerMessage(data []byte) (wire.Reply, *wire.Progress, error) {
+// serverMessage is one text message from agentd: exactly one of its
+// fields is set (reply, when the others are nil).
+type serverMessage struct {
+	reply    wire.Reply
+	progress *wire.Progress
+	ready    *wire.Ready
+}
+
+func parseServerMessage(data []byte) (serverMessage, error) {
 	var head struct {
 		Op string `json:"op"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return wire.Reply{}, nil, fmt.Errorf("malformed message from agentd: %w", err)
+		return serverMessage{}, fmt.Errorf("malformed message from agentd: %w", err)
 	}
 	switch head.Op {
 	case wire.OpProgress:
 		var p wire.Progress
 		if err := json.Unmarshal(data, &p); err != nil {
-			return wire.Reply{}, nil, fmt.Errorf("malformed progress from agentd: %w", err)
+			return serverMessage{}, fmt.Errorf("malformed progress from agentd: %w", err)
 		}
-		return wire.Reply{}, &p, nil
+		return serverMessage{progress: &p}, nil
+	case wire.OpReady:
+		var r wire.Ready
+		if err := json.Unmarshal(data, &r); err != nil || r.Index < 0 {
+			return serverMessage{}, fmt.Errorf("malformed ready from agentd: %s", data)
+		}
+		return serverMessage{ready: &r}, nil
 	case wire.OpDone, wire.OpError:
 		var r wire.Reply
 		if err := json.Unmarshal(data, &r); err != nil {
-			return wire.Reply{}, nil, fmt.Errorf("malformed reply from agentd: %w", err)
+			return serverMessage{}, fmt.Errorf("malformed reply from agentd: %w", err)
 		}
 		if r.Op == wire.OpError && r.Error == nil {
-			return wire.Reply{}, nil, fmt.Errorf("agentd sent an error without a reason")
+			return serverMessage{}, fmt.Errorf("agentd sent an error without a reason")
 		}
-		return r, nil, nil
+		return serverMessage{reply: r}, nil
 	}
-	return wire.Reply{}, nil, fmt.Errorf("unexpected message %q from agentd", head.Op)
+	return serverMessage{}, fmt.Errorf("unexpected message %q from agentd", head.Op)
+}
+
+// sendCancel asks agentd to stop request id.
+func (c *Client) sendCancel(id uint64) error {
+	msg, _ := json.Marshal(wire.Request{ID: c.nextID.Add(1), Op: wire.OpCancel, Target: id})
+	return c.send(msg)
 }
 
 // send writes one request frame. It never uses the caller's context:

@@ -12,6 +12,10 @@
 //     followed by one binary frame per image, in order.
 //   - Cancel (op "cancel", Target = ID of a running request) stops that
 //     request between actions or inside a long one; it has no reply itself.
+//   - A batch with Gate set asks before each step (each action, then the
+//     screenshot): the server sends Ready with the step's index and runs the
+//     step only when the client answers Go (op "go", Target, Index); the
+//     client refuses with a cancel. Without Gate the batch runs at once.
 package wire
 
 import (
@@ -31,6 +35,7 @@ const Version = 1
 // Ops of requests (client → server).
 const (
 	OpBatch      = "batch"       // run Actions in order, then take a screenshot
+	OpGo         = "go"          // let request Target run its step Index (a gated batch)
 	OpAction     = "action"      // run one Action, no screenshot
 	OpScreenshot = "screenshot"  // set the view (optional) and return a screenshot
 	OpReleaseAll = "release_all" // release every key and button agentd may hold
@@ -41,6 +46,7 @@ const (
 // Ops of messages from the server.
 const (
 	OpHello    = "hello"
+	OpReady    = "ready" // a gated batch waits for OpGo before its step Index
 	OpProgress = "progress"
 	OpDone     = "done"
 	OpError    = "error"
@@ -70,12 +76,18 @@ type View struct {
 
 // Request is one client message.
 type Request struct {
-	ID      uint64           `json:"id"`
-	Op      string           `json:"op"`
-	Actions []actions.Action `json:"actions,omitempty"`
-	Action  *actions.Action  `json:"action,omitempty"`
-	View    *View            `json:"view,omitempty"`
-	Target  uint64           `json:"target,omitempty"`
+	ID      uint64       `json:"id"`
+	Op      string       `json:"op"`
+	Actions actions.List `json:"actions,omitempty"`
+	// Gate makes a batch ask before each step: agentd sends Ready with the
+	// step's index (an action, or len(Actions) for the screenshot) and runs
+	// it only on the client's Go; a cancel instead stops the batch there.
+	Gate bool `json:"gate,omitempty"`
+	// Index is the step an OpGo lets run.
+	Index  int             `json:"index,omitempty"`
+	Action *actions.Action `json:"action,omitempty"`
+	View   *View           `json:"view,omitempty"`
+	Target uint64          `json:"target,omitempty"`
 	// Code and DeadlineMS belong to OpExec: the Python source, and how long
 	// it may run (0: agentd's default; see ExecResult).
 	Code       string       `json:"code,omitempty"`
@@ -86,6 +98,14 @@ type Request struct {
 // ActionResult reports one performed action: the driver contract's own
 // result, so the guest client hands it on as it is.
 type ActionResult = computer.ActionResult
+
+// Ready says that a gated batch is about to run step Index and waits for
+// the client's OpGo.
+type Ready struct {
+	Op    string `json:"op"`
+	ID    uint64 `json:"id"`
+	Index int    `json:"index"`
+}
 
 // Progress is sent as each action of a batch completes.
 type Progress struct {
