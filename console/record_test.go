@@ -36,6 +36,13 @@ func samplePNG(t testing.TB, w, h int, c color.RGBA) []byte {
 // drawn on it, then the final message.
 func writeRun(t testing.TB, runs, id string) {
 	t.Helper()
+	writeRunShots(t, runs, id, samplePNG(t, 1280, 800, color.RGBA{R: 40, G: 90, B: 160, A: 255}),
+		samplePNG(t, 1280, 800, color.RGBA{R: 60, G: 160, B: 90, A: 255}))
+}
+
+// writeRunShots is writeRun with the two screenshots given (1280×800).
+func writeRunShots(t testing.TB, runs, id string, shot1, shot2 []byte) {
+	t.Helper()
 	rec, err := runner.CreateRecord(filepath.Join(runs, id))
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +55,7 @@ func writeRun(t testing.TB, runs, id string) {
 	ev(runner.Event{Kind: runner.EventRequest, Step: 1, MaxSteps: 10})
 	ev(runner.Event{Kind: runner.EventResponse, Step: 1, ResponseID: "resp_1", CallIDs: []string{"call_1"}, Duration: runner.Duration(800 * time.Millisecond), Usage: usage})
 	ev(runner.Event{Kind: runner.EventScreenshot, Step: 1, CallID: "call_1", Duration: runner.Duration(12 * time.Millisecond),
-		Screenshot: &runner.ScreenshotEvent{Transform: tr, Bytes: 900, PNG: samplePNG(t, 1280, 800, color.RGBA{R: 40, G: 90, B: 160, A: 255})}})
+		Screenshot: &runner.ScreenshotEvent{Transform: tr, Bytes: 900, PNG: shot1}})
 	ev(runner.Event{Kind: runner.EventRequest, Step: 2, MaxSteps: 10, CallIDs: []string{"call_1"}})
 	ev(runner.Event{Kind: runner.EventResponse, Step: 2, ResponseID: "resp_2", CallIDs: []string{"call_2"}, Duration: runner.Duration(time.Second), Usage: usage})
 	checks := []runner.SafetyCheck{{ID: "sc_1", Code: "malicious_instructions", Message: "check the page"}}
@@ -59,7 +66,7 @@ func writeRun(t testing.TB, runs, id string) {
 			Action: &runner.ActionEvent{Index: i, Summary: s, Result: computer.ActionResult{Index: i, OK: true}}})
 	}
 	ev(runner.Event{Kind: runner.EventScreenshot, Step: 2, CallID: "call_2", Duration: runner.Duration(15 * time.Millisecond),
-		Screenshot: &runner.ScreenshotEvent{Transform: tr, Bytes: 900, PNG: samplePNG(t, 1280, 800, color.RGBA{R: 60, G: 160, B: 90, A: 255})}})
+		Screenshot: &runner.ScreenshotEvent{Transform: tr, Bytes: 900, PNG: shot2}})
 	ev(runner.Event{Kind: runner.EventRequest, Step: 3, MaxSteps: 10, CallIDs: []string{"call_2"}})
 	ev(runner.Event{Kind: runner.EventResponse, Step: 3, ResponseID: "resp_3", Duration: runner.Duration(500 * time.Millisecond), Usage: usage})
 	ev(runner.Event{Kind: runner.EventFinal, Step: 3, Message: "The form is submitted."})

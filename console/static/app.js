@@ -53,10 +53,11 @@ function startLive() {
       }
       g.drawImage(bmp, 0, 0);
       bmp.close();
-      await new Promise((done) => requestAnimationFrame(() => done()));
+      // drawnAt is when the canvas holds the frame (the screen shows it
+      // at the next display refresh): the live view's latency is read here.
       frames++;
       canvas.dataset.frames = String(frames);
-      canvas.dataset.paintedAt = String(performance.timeOrigin + performance.now());
+      canvas.dataset.drawnAt = String(performance.timeOrigin + performance.now());
       status.textContent = `live · frame ${frames} at ${new Date().toLocaleTimeString()}`;
     }).catch((err) => { status.textContent = 'a frame could not be shown: ' + err; });
   };
@@ -200,8 +201,9 @@ function marks(shot, acts) {
   const s = svg('svg', { viewBox: `0 0 ${shot.width} ${shot.height}`, preserveAspectRatio: 'none' });
   const labels = [];
   acts.forEach((a, i) => {
-    const m = a.mark;
-    if (!m) return;
+    if (!a.mark) return;
+    // Zero fields are left out of the JSON.
+    const m = Object.assign({ x: 0, y: 0, x2: 0, y2: 0, dx: 0, dy: 0, button: 'left' }, a.mark);
     const n = String(i + 1);
     const g = svg('g', { class: 'mark-' + m.kind });
     const num = (x, y) => { const t = svg('text', { x: x + 14, y: y - 10, class: 'mark-text' }); t.textContent = n; return t; };

@@ -1,0 +1,311 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"image/color"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
+	"github.com/agentd-dev/agentd/internal/randhex"
+	"github.com/agentd-dev/agentd/internal/xrecorder"
+	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// headless starts Debian's chromium, headless, with its sandbox kept: as
+// root it runs as nobody (Chromium refuses root with the sandbox on), with a
+// profile directory of its own.
+func headless(t *testing.T) context.Context {
+	t.Helper()
+	prereq.Programs(t, prereq.X, "chromium")
+	profile, err := os.MkdirTemp("", "console-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(profile) })
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+		if err := os.Chown(profile, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out agentdtest.SyncBuffer
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath("chromium"),
+		chromedp.UserDataDir(profile),
+		chromedp.Headless,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		// Stated, so chromedp never adds --no-sandbox for a root test.
+		chromedp.Flag("no-sandbox", false),
+		chromedp.Flag("remote-debugging-pipe", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("password-store", "basic"),
+		chromedp.Flag("force-device-scale-factor", "1"),
+		chromedp.WindowSize(1400, 1000),
+		chromedp.NoInheritEnv,
+		chromedp.Env("HOME="+profile, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"),
+		chromedp.CombinedOutput(&out),
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
+		}),
+	)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+		if t.Failed() {
+			t.Logf("chromium output:\n%s", out.String())
+		}
+	})
+	// The first action starts the browser, which lives as long as that
+	// action's context: ctx itself, bounded from outside.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("start chromium: %v\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("chromium did not start within a minute\n%s", out.String())
+	}
+	return ctx
+}
+
+// desktop is a real agentd (the binary) on a private Xvfb, with an event
+// recorder window covering the screen.
+type desktop struct {
+	rec   *xrecorder.Recorder
+	addr  string
+	token string
+	pid   int
+}
+
+func startDesktop(t *testing.T) *desktop {
+	t.Helper()
+	x := xvfbtest.Start(t, 1440, 900)
+	rec := xrecorder.Start(t, x.Display)
+	bin := agentdtest.Binary(t)
+	dir := t.TempDir()
+	token := randhex.String(32)
+	tokenFile, addrFile := filepath.Join(dir, "token"), filepath.Join(dir, "addr")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs agentdtest.SyncBuffer
+	cmd := exec.Command(bin, "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--token-file", tokenFile)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("agentd:\n%s", logs.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(addrFile)
+		if err == nil && strings.HasSuffix(string(b), "\n") {
+			return &desktop{rec: rec, addr: strings.TrimSpace(string(b)), token: token, pid: cmd.Process.Pid}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agentd did not start:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// screenshot paints a few boxes on the desktop and returns agentd's
+// screenshot of it, fitted into 1280×800 as a model sees it.
+func (d *desktop) screenshot(t *testing.T) []byte {
+	t.Helper()
+	d.rec.Fill(t, 0, 0, 1440, 900, color.RGBA{R: 236, G: 239, B: 244, A: 255})
+	d.rec.Fill(t, 120, 90, 1200, 60, color.RGBA{R: 29, G: 35, B: 48, A: 255})
+	d.rec.Fill(t, 620, 380, 400, 60, color.RGBA{R: 255, G: 255, B: 255, A: 255})
+	d.rec.Fill(t, 100, 100, 240, 140, color.RGBA{R: 90, G: 140, B: 220, A: 255})
+	d.rec.Fill(t, 620, 600, 200, 56, color.RGBA{R: 10, G: 122, B: 61, A: 255})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := guest.Dial(ctx, d.addr, d.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+	shot, err := c.Screenshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shot.PNG
+}
+
+// cpu is the CPU time agentd has used so far.
+func (d *desktop) cpu(t *testing.T) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// The console in a real browser: refused without the one-time URL, signed
+// in with it, refused on its second use; the live view's frame changes when
+// the desktop does (read in the page's canvas); a run's steps with their
+// marks, the approval, and replay step by step. It measures the live view's
+// latency (a change on the screen → the changed frame painted, in the
+// page's clock) and agentd's CPU with the page watching a still and a
+// changing screen.
+func TestConsoleInChromium(t *testing.T) {
+	d := startDesktop(t)
+	runs := t.TempDir()
+	const runName = "20260101-120000-abc123"
+	writeRunShots(t, runs, runName, d.screenshot(t), d.screenshot(t))
+	s := startConsole(t, Config{RunsDir: runs, Guest: &Guest{Addr: d.addr, Token: d.token}, CurrentRun: runName})
+	ctx := headless(t)
+	base := "http://" + s.Addr()
+
+	resp := run(t, ctx, chromedp.NavigateResponse(base+"/"))
+	if resp.Status != 401 {
+		t.Fatalf("the page without the one-time URL: HTTP %d", resp.Status)
+	}
+	resp = run(t, ctx, chromedp.NavigateResponse(s.URL()))
+	if resp.Status != 200 || !strings.HasSuffix(resp.URL, "/") {
+		t.Fatalf("the one-time URL: HTTP %d at %s", resp.Status, resp.URL)
+	}
+	if c := run(t, ctx, chromedp.Evaluate[string]("document.cookie")); c != "" {
+		t.Fatalf("the page's script can read the cookie: %q", c)
+	}
+	run(t, ctx, chromedp.Poll[bool](`Number(document.querySelector('#live').dataset.frames) >= 1`, chromedp.WithPollingTimeout(20*time.Second)))
+	if resp := run(t, ctx, chromedp.NavigateResponse(s.URL())); resp.Status != 403 {
+		t.Fatalf("the one-time URL a second time: HTTP %d", resp.Status)
+	}
+	run(t, ctx, chromedp.Navigate(base+"/"))
+
+	// The live view: each change of the screen reaches the canvas.
+	colors := []color.RGBA{{R: 230, G: 30, B: 30, A: 255}, {R: 30, G: 200, B: 60, A: 255}, {R: 40, G: 60, B: 230, A: 255}}
+	pixelIs := func(c color.RGBA) string {
+		return fmt.Sprintf(`(() => { const p = document.querySelector('#live').getContext('2d').getImageData(60, 60, 1, 1).data;
+			return Math.abs(p[0]-%d) < 8 && Math.abs(p[1]-%d) < 8 && Math.abs(p[2]-%d) < 8 ? Number(document.querySelector('#live').dataset.drawnAt) : 0; })()`, c.R, c.G, c.B)
+	}
+	var latencies []float64
+	for i := range 15 {
+		c := colors[i%len(colors)]
+		time.Sleep(150 * time.Millisecond) // let the screen be still, as between actions
+		start := float64(time.Now().UnixMicro()) / 1000
+		d.rec.Fill(t, 0, 0, 300, 300, c)
+		painted := run(t, ctx, chromedp.Poll[float64](pixelIs(c), chromedp.WithPollingTimeout(10*time.Second)))
+		latencies = append(latencies, painted-start)
+	}
+	t.Logf("live view: a screen change → the changed frame drawn in the page's canvas: median %.1f ms over %d (min %.1f, max %.1f)",
+		median(latencies), len(latencies), slices.Min(latencies), slices.Max(latencies))
+
+	// agentd's CPU with one watcher (this page): a still screen costs the
+	// frame hash only; a screen changing 20 times a second is capped at
+	// the watch rate.
+	window := func(change bool) float64 {
+		stop := time.Now().Add(2 * time.Second)
+		before := d.cpu(t)
+		began := time.Now()
+		for i := 0; time.Now().Before(stop); i++ {
+			if change {
+				d.rec.Fill(t, 400, 0, 300, 300, colors[i%len(colors)])
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return float64(d.cpu(t)-before) / float64(time.Since(began)) * 100
+	}
+	var still, changing []float64
+	for range 3 {
+		still = append(still, window(false))
+		changing = append(changing, window(true))
+	}
+	t.Logf("agentd CPU with one watcher: still screen median %.1f%% of a core, changing screen (20 changes/s) median %.1f%% (3 windows of 2 s each)",
+		median(still), median(changing))
+
+	// The run page: the steps, the marks drawn on the screenshot the model
+	// saw, the approval and its answer, and replay.
+	run(t, ctx, chromedp.Navigate(base+"/#/runs/"+runName))
+	run(t, ctx, chromedp.Poll[bool](`document.querySelectorAll('li.step').length === 3 && document.querySelector('li.step[data-step="2"] img').complete`))
+	got := run(t, ctx, chromedp.Evaluate[map[string]any](`(() => {
+		const s = document.querySelector('li.step[data-step="2"]');
+		return {
+			img: s.querySelector('img').getAttribute('src'),
+			loaded: s.querySelector('img').naturalWidth,
+			clicks: s.querySelectorAll('g.mark-click').length,
+			drags: s.querySelectorAll('g.mark-drag').length,
+			scrolls: s.querySelectorAll('g.mark-scroll').length,
+			scrollArrow: ['x1', 'y1', 'x2', 'y2'].map(k => s.querySelector('g.mark-scroll line').getAttribute(k)).join(','),
+			labels: [...s.querySelectorAll('.mark-label')].map(e => e.textContent),
+			approval: s.querySelector('.approval').textContent,
+			final: document.querySelector('#run-end .final').textContent,
+		};
+	})()`))
+	want := map[string]any{"img": "/api/runs/" + runName + "/step-001.png", "loaded": 1280.0, "clicks": 1.0, "drags": 1.0, "scrolls": 1.0,
+		"scrollArrow": "640,400,640,448",
+		"labels":      []any{"3. type 12 chars"}, "final": "The form is submitted."}
+	for k, v := range want {
+		if fmt.Sprint(got[k]) != fmt.Sprint(v) {
+			t.Errorf("step 2 %s = %v, want %v", k, got[k], v)
+		}
+	}
+	if a, _ := got["approval"].(string); !strings.Contains(a, "malicious_instructions") || !strings.Contains(a, "approved on the terminal") {
+		t.Errorf("approval shown as %q", a)
+	}
+	run(t, ctx, chromedp.Click("#next"))
+	run(t, ctx, chromedp.Click("#next"))
+	if pos := run(t, ctx, chromedp.Evaluate[string](`document.querySelector('#replay-pos').textContent + ' ' +
+		[...document.querySelectorAll('li.step')].map(e => e.dataset.step).join(',')`)); pos != "step 2 of 3 2" {
+		t.Errorf("replay shows %q, want step 2 alone", pos)
+	}
+	// AGENTD_CONSOLE_SCREENSHOT=docs/images/console.png keeps the page as
+	// the README shows it.
+	if file := os.Getenv("AGENTD_CONSOLE_SCREENSHOT"); file != "" {
+		run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.step img').complete`))
+		png := run(t, ctx, chromedp.CaptureScreenshot())
+		if err := os.WriteFile(file, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
