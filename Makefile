@@ -48,6 +48,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved und
 	$(GO) test -run '^$$' -fuzz '^FuzzKeysym$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./input/xtest/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./agentd/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseServerMessage$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./guest/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./codeexec/
 	$(GO) test -run '^$$' -fuzz '^FuzzToScreen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scaling/
 	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scaling/
 	$(GO) test -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pngenc/

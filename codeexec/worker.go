@@ -112,34 +112,42 @@ func startWorker(python, dir string, hide []string, stdio *tailBuffer) (*worker,
 func (w *worker) read() {
 	defer w.reader.Done()
 	defer close(w.frames)
-	var hdr [8]byte
 	for {
-		if _, err := io.ReadFull(w.fromW, hdr[:]); err != nil {
+		f, err := readFrame(w.fromW)
+		if err != nil {
 			w.readErr = err
 			return
 		}
-		hl, pl := binary.BigEndian.Uint32(hdr[:4]), binary.BigEndian.Uint32(hdr[4:])
-		if hl > maxFrameHead || pl > maxFramePayload {
-			w.readErr = fmt.Errorf("worker frame of %d+%d bytes is over the limit", hl, pl)
-			return
-		}
-		buf := make([]byte, int(hl)+int(pl))
-		if _, err := io.ReadFull(w.fromW, buf); err != nil {
-			w.readErr = err
-			return
-		}
-		var f frame
-		if err := json.Unmarshal(buf[:hl], &f.head); err != nil {
-			w.readErr = fmt.Errorf("malformed worker frame: %w", err)
-			return
-		}
-		f.payload = buf[hl:]
 		select {
 		case w.frames <- f:
 		case <-w.quit:
 			return
 		}
 	}
+}
+
+// readFrame reads one frame. The worker runs the model's code, which can
+// write anything to its pipe: a frame over the limits or not JSON is an
+// error, and the worker is stopped.
+func readFrame(r io.Reader) (frame, error) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return frame{}, err
+	}
+	hl, pl := binary.BigEndian.Uint32(hdr[:4]), binary.BigEndian.Uint32(hdr[4:])
+	if hl > maxFrameHead || pl > maxFramePayload {
+		return frame{}, fmt.Errorf("worker frame of %d+%d bytes is over the limit", hl, pl)
+	}
+	buf := make([]byte, int(hl)+int(pl))
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return frame{}, err
+	}
+	var f frame
+	if err := json.Unmarshal(buf[:hl], &f.head); err != nil {
+		return frame{}, fmt.Errorf("malformed worker frame: %w", err)
+	}
+	f.payload = buf[hl:]
+	return f, nil
 }
 
 // send writes one frame to the worker.
