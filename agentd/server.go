@@ -59,6 +59,8 @@ type Executor interface {
 	ReleaseAll() error
 }
 
+var _ Executor = (*executor.Executor)(nil)
+
 // Config configures a Server. Token, Screen, Imager and Exec are required.
 type Config struct {
 	// Token is the secret every request must carry as "Authorization: Bearer".

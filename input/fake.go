@@ -38,6 +38,8 @@ func (c Call) String() string {
 	return c.Op
 }
 
+var _ Device = (*Fake)(nil)
+
 // ErrFakeFailure is what a Fake returns from the call it was told to
 // fail, unless another error was given.
 var ErrFakeFailure = errors.New("fake input failure")

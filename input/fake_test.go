@@ -9,8 +9,6 @@ import (
 	"github.com/agentd-dev/agentd/input/inputtest"
 )
 
-var _ input.Device = (*input.Fake)(nil)
-
 // TestFakeConformance: the recording fake keeps the Device contract as the
 // X device does (input/xtest runs the same suite on a real X server).
 func TestFakeConformance(t *testing.T) {
