@@ -16,12 +16,13 @@ const (
 	idExecClick = "exec-click"
 )
 
-// codeArgs are agentd's flags for code mode, or why it cannot be measured.
-func codeArgs() (args []string, missing string) {
+// codeMissing says why code mode cannot be measured; "" when it can (the
+// guest's agentd then runs with --code).
+func codeMissing() string {
 	if err := exec.Command(codeexec.DefaultPython, "-I", "-c", "import PIL.Image").Run(); err != nil {
-		return nil, "not measured: needs Debian's python3 and python3-pil"
+		return "not measured: needs Debian's python3 and python3-pil"
 	}
-	return []string{"--code"}, ""
+	return ""
 }
 
 // codeContenders time an empty exec, and an exec of pyautogui.click until

@@ -12,7 +12,10 @@ import (
 
 	"github.com/agentd-dev/agentd/bench/probe"
 	"github.com/agentd-dev/agentd/guest"
-	"github.com/agentd-dev/agentd/local"
+	"github.com/agentd-dev/agentd/guest/backend"
+
+	// The bench's guest is a local one.
+	_ "github.com/agentd-dev/agentd/local"
 )
 
 // memoryShots is how many screenshots the memory figures span.
@@ -93,12 +96,17 @@ func (o Options) progress(format string, args ...any) {
 func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr SizeReport, input []Figure, err error) {
 	sr.Size = size.String()
 	o.progress("%v: starting a local guest", size)
-	cfg := local.Config{Width: size.W, Height: size.H, AgentdPath: o.AgentdPath}
-	var codeMissing string
-	if withInput {
-		cfg.AgentdArgs, codeMissing = codeArgs()
+	lb, err := backend.Get("local")
+	if err != nil {
+		return sr, nil, err
 	}
-	g, err := local.Up(ctx, cfg)
+	spec := backend.Spec{Width: size.W, Height: size.H, AgentdPath: o.AgentdPath}
+	var missing string
+	if withInput {
+		missing = codeMissing()
+		spec.Code = missing == ""
+	}
+	g, err := lb.Up(ctx, spec)
 	if err != nil {
 		return sr, nil, err
 	}
@@ -111,7 +119,7 @@ func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr Size
 	if err != nil {
 		return sr, nil, err
 	}
-	b.codeMissing = codeMissing
+	b.codeMissing = missing
 	defer b.close()
 
 	o.progress("%v: screenshots", size)
@@ -154,28 +162,34 @@ func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr Size
 	return sr, append(append(input, typing...), overhead), nil
 }
 
-func openSizeBench(ctx context.Context, g *local.Guest, size Size, o Options) (*sizeBench, error) {
-	b := &sizeBench{size: size, duration: o.Duration, tokenFile: g.TokenFile}
+// openSizeBench opens the bench's desktop on g's display: the peers run
+// on this machine beside agentd.
+func openSizeBench(ctx context.Context, g backend.Instance, size Size, o Options) (*sizeBench, error) {
+	xr, ok := g.(backend.XReacher)
+	if !ok {
+		return nil, fmt.Errorf("bench: a %s guest's display cannot be reached from here", g.Describe().Backend)
+	}
+	x, d := xr.X(), g.Describe()
+	b := &sizeBench{size: size, duration: o.Duration, tokenFile: d.TokenFile}
 	var err error
-	if b.desk, err = openDesktop(g.Display, g.Xauthority, size); err != nil {
+	if b.desk, err = openDesktop(x.Display, x.Xauthority, size); err != nil {
 		return nil, err
 	}
-	token, err := os.ReadFile(g.TokenFile)
+	token, err := os.ReadFile(d.TokenFile)
 	if err != nil {
 		b.close()
 		return nil, fmt.Errorf("token: %w", err)
 	}
-	if b.client, err = guest.Dial(ctx, g.Addr, strings.TrimSpace(string(token))); err != nil {
+	if b.client, err = guest.Dial(ctx, d.Addr, strings.TrimSpace(string(token))); err != nil {
 		b.close()
 		return nil, err
 	}
-	tmp := filepath.Join(g.StateDir, "tmp")
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
-	env := append([]string{"PATH=" + path, "HOME=" + filepath.Join(g.StateDir, "home"), "TMPDIR=" + tmp, "LANG=C.UTF-8"}, g.Env()...)
-	b.shell = shell{env: env, dir: tmp}
+	env := append([]string{"PATH=" + path, "HOME=" + x.Home, "TMPDIR=" + x.TmpDir, "LANG=C.UTF-8"}, x.Env...)
+	b.shell = shell{env: env, dir: x.TmpDir}
 	// The probe is built with agentd (make build) and lives next to it.
 	probePath := filepath.Join(filepath.Dir(o.AgentdPath), probe.Binary)
 	if b.probe, b.probeErr = probe.Start(ctx, probePath, env); b.probeErr != nil {

@@ -19,7 +19,7 @@ func TestExerciseRunsInContainer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	rep, err := exercise.Run(ctx, exercise.RunConfig{Out: &out, RecordDir: t.TempDir(), Remote: Exercise(nil)})
+	rep, err := exercise.Run(ctx, exercise.RunConfig{Out: &out, RecordDir: t.TempDir(), Backend: "docker"})
 	t.Logf("exercise output:\n%s", out.String())
 	if err != nil {
 		t.Fatalf("exercise in a container: %v", err)

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/local"
 )
 
@@ -68,7 +69,7 @@ func Prepare(cfg Config) (*Desktop, error) {
 	}
 	d := &Desktop{
 		Dir:           cfg.Dir,
-		NoteFile:      filepath.Join(cfg.Dir, "note.txt"),
+		NoteFile:      filepath.Join(cfg.Dir, RemoteNote),
 		cfg:           cfg,
 		openboxConfig: filepath.Join(cfg.Dir, openboxConfigName),
 		profile:       filepath.Join(cfg.Dir, firefoxProfileName),
@@ -77,7 +78,8 @@ func Prepare(cfg Config) (*Desktop, error) {
 		_ = os.RemoveAll(cfg.Dir)
 		return nil, fmt.Errorf("exercise: %w", err)
 	}
-	rs, err := NewRecordServer(filepath.Join(cfg.Dir, "records.jsonl"))
+	// The same place as in a remote guest's home (RemoteRecords).
+	rs, err := NewRecordServer(filepath.Join(cfg.Dir, filepath.FromSlash(RemoteRecords)))
 	if err != nil {
 		_ = os.RemoveAll(cfg.Dir)
 		return nil, fmt.Errorf("exercise: %w", err)
@@ -88,6 +90,9 @@ func Prepare(cfg Config) (*Desktop, error) {
 
 func (d *Desktop) writeFiles() error {
 	if err := os.WriteFile(d.NoteFile, nil, 0o600); err != nil {
+		return err
+	}
+	if err := os.Mkdir(filepath.Join(d.Dir, filepath.Dir(filepath.FromSlash(RemoteRecords))), 0o700); err != nil {
 		return err
 	}
 	return WriteConfig(d.Dir)
@@ -224,6 +229,16 @@ func CheckPage(rep PageReport) error {
 		return fmt.Errorf("form page does not match layout.go: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// Home is the desktop's directory: a local guest reads the results back
+// from it as a remote guest does from its user's home (RemoteNote,
+// RemoteRecords).
+func (d *Desktop) Home() string { return d.Dir }
+
+// Outputs are the form's address and the result files.
+func (d *Desktop) Outputs() backend.Outputs {
+	return backend.Outputs{FormURL: d.Record.URL(), RecordFile: d.Record.RecordFile(), NoteFile: d.NoteFile}
 }
 
 // Close stops the record server and removes the desktop's directory. Read

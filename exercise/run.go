@@ -16,7 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/guest"
-	"github.com/agentd-dev/agentd/local"
+	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/wire"
@@ -28,12 +28,12 @@ type RunConfig struct {
 	Out io.Writer
 	// RecordDir is where the run record folder is created; default "runs".
 	RecordDir string
+	// Backend is where the desktop runs (backend.Get): local (default),
+	// docker or vm; a fresh guest, removed afterwards.
+	Backend string
 	// AgentdPath is the agentd binary of a local guest (see
-	// local.Config.AgentdPath).
+	// backend.Spec.AgentdPath).
 	AgentdPath string
-	// Remote, if set, starts the desktop in a Docker or VM guest instead of
-	// a local one.
-	Remote StartRemote
 	// Code runs the exercise in code mode: the scripted model writes
 	// Python (exec_py) instead of computer calls; local guests only.
 	Code bool
@@ -52,10 +52,10 @@ type Report struct {
 	BeforeAction int           // actions BeforeAction approved
 }
 
-// Run starts an exercise guest (local, or cfg.Remote's), lets the scripted
-// model drive it through the real runner and SDK, verifies the results on
-// the desktop and tears the guest down. A mismatch is an error that says
-// what differed.
+// Run starts an exercise guest on cfg.Backend, lets the scripted model
+// drive it through the real runner and SDK, verifies the results read back
+// from the guest and takes the guest down. A mismatch is an error that
+// says what differed.
 func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	start := time.Now()
 	out := cfg.Out
@@ -65,48 +65,45 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	if cfg.RecordDir == "" {
 		cfg.RecordDir = "runs"
 	}
+	if cfg.Backend == "" {
+		cfg.Backend = "local"
+	}
 	rep := &Report{}
-	if cfg.Code && cfg.Remote != nil {
-		return nil, errors.New("exercise: code mode runs on a local guest only so far: the docker and vm guests do not start agentd with --code yet")
-	}
-
-	root, err := local.StateRoot()
+	b, err := backend.Get(cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(root, "exercise-")
+	fmt.Fprintf(out, "starting the exercise desktop in a %s guest (Xvfb, openbox, the form, Firefox ESR, mousepad, agentd)…\n", b.Name())
+	g, err := b.Up(ctx, backend.Spec{
+		Width: ScreenWidth, Height: ScreenHeight, Desktop: Apps, AgentdPath: cfg.AgentdPath, Code: cfg.Code,
+		Progress: func(line string) { fmt.Fprintf(out, "  %s\n", line) },
+	})
 	if err != nil {
-		return nil, fmt.Errorf("exercise: %w", err)
-	}
-	defer os.RemoveAll(work)
-
-	var g *exerciseGuest
-	if cfg.Remote != nil {
-		g, err = upRemote(ctx, cfg.Remote, work, out)
-	} else {
-		g, err = upLocal(ctx, cfg, work, out)
-	}
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("exercise: guest up: %w", err)
 	}
 	rep.GuestUp = time.Since(start)
 	defer func() {
 		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := g.down(downCtx); err != nil {
+		if err := g.Down(downCtx); err != nil {
 			fmt.Fprintf(out, "warning: guest down: %v\n", err)
 		}
 	}()
-	fmt.Fprintf(out, "guest up: %s, agentd at %s (%s)\n", g.describe, g.addr, rep.GuestUp.Round(time.Millisecond))
+	d := g.Describe()
+	fmt.Fprintf(out, "guest up: %s %s, agentd at %s (%s)\n", d.Backend, d.Owner, d.Addr, rep.GuestUp.Round(time.Millisecond))
+	files, ok := g.(backend.FileReader)
+	if !ok {
+		return rep, fmt.Errorf("exercise: a %s guest cannot read its results back", d.Backend)
+	}
 
 	drives := drive
 	if cfg.Code {
 		drives = driveCode
 	}
-	if err := drives(ctx, g.addr, g.tokenFile, out, cfg, rep); err != nil {
+	if err := drives(ctx, d.Addr, d.TokenFile, out, cfg, rep); err != nil {
 		return rep, err
 	}
-	records, note, err := g.results(ctx)
+	records, note, err := results(ctx, files)
 	if err != nil {
 		return rep, err
 	}
@@ -117,50 +114,21 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	return rep, nil
 }
 
-// exerciseGuest is a started exercise desktop, wherever it runs.
-type exerciseGuest struct {
-	describe  string
-	addr      string
-	tokenFile string
-	results   func(context.Context) (records []Record, note []byte, err error)
-	down      func(context.Context) error
-}
-
-func upLocal(ctx context.Context, cfg RunConfig, work string, out io.Writer) (*exerciseGuest, error) {
-	desk, err := Prepare(Config{Dir: filepath.Join(work, "desktop")})
+// results reads the form's records and the saved note back from the guest.
+func results(ctx context.Context, files backend.FileReader) ([]Record, []byte, error) {
+	data, err := files.ReadFile(ctx, RemoteRecords)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("exercise: read records: %w", err)
 	}
-	fmt.Fprintf(out, "starting the exercise desktop (Xvfb, openbox, Firefox ESR, mousepad, agentd)…\n")
-	lcfg := local.Config{StateDir: filepath.Join(work, "guest"), AgentdPath: cfg.AgentdPath}
-	desk.Configure(&lcfg)
-	if cfg.Code {
-		lcfg.AgentdArgs = append(lcfg.AgentdArgs, "--code")
-	}
-	g, err := local.Up(ctx, lcfg)
+	recs, err := ParseRecords(data, RemoteRecords)
 	if err != nil {
-		desk.Close()
-		return nil, fmt.Errorf("exercise: guest up: %w", err)
+		return nil, nil, err
 	}
-	return &exerciseGuest{
-		describe:  "local, display " + g.Display,
-		addr:      g.Addr,
-		tokenFile: g.TokenFile,
-		results: func(context.Context) ([]Record, []byte, error) {
-			recs, err := desk.Record.Records()
-			if err != nil {
-				return nil, nil, fmt.Errorf("exercise: read records: %w", err)
-			}
-			note, err := os.ReadFile(desk.NoteFile)
-			if err != nil {
-				return nil, nil, fmt.Errorf("exercise: read the saved note: %w", err)
-			}
-			return recs, note, nil
-		},
-		down: func(ctx context.Context) error {
-			return errors.Join(g.Down(ctx), desk.Close())
-		},
-	}, nil
+	note, err := files.ReadFile(ctx, RemoteNote)
+	if err != nil {
+		return nil, nil, fmt.Errorf("exercise: read the saved note: %w", err)
+	}
+	return recs, note, nil
 }
 
 // drive runs the scripted model against the guest through the runner.

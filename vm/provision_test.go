@@ -45,13 +45,12 @@ func TestProvisionInDebian(t *testing.T) {
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Fatalf("missing the docker CLI: %v", err)
 	}
-	// The exercise's desktop, as Exercise asks for it.
-	configDir := filepath.Join(t.TempDir(), "config")
-	if err := exercise.WriteConfig(configDir); err != nil {
+	// The exercise's desktop, as the vm backend asks for it.
+	spec, err := exercise.Apps.Image(filepath.Join(t.TempDir(), "config"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	spec := exercise.NewRemoteSpec(configDir)
-	cfg, err := Config{Repo: "..", Size: spec.Size, Apps: spec.Apps, URL: spec.URL, File: spec.File, ConfigDir: spec.ConfigDir}.withDefaults()
+	cfg, err := Config{Repo: "..", Size: fmt.Sprintf("%dx%d", exercise.ScreenWidth, exercise.ScreenHeight), Apps: spec.Apps, URL: spec.URL, File: spec.File, ConfigDir: spec.ConfigDir}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,13 +142,13 @@ func TestProvisionInDebian(t *testing.T) {
 	if logs := guestRun(nil, logsCommand(50)...); !strings.Contains(logs, "entrypoint: started agentd") {
 		t.Errorf("Logs' command:\n%s", logs)
 	}
-	remote := &exercise.RemoteGuest{ReadFile: func(ctx context.Context, rel string) ([]byte, error) {
+	remote := containerFiles(func(ctx context.Context, rel string) ([]byte, error) {
 		out, err := docker(ctx, nil, append([]string{"exec", name}, readCommand(path.Join(guestHome, rel))...)...)
 		if err != nil && strings.Contains(err.Error(), "No such file or directory") {
 			return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
 		}
 		return []byte(out), err
-	}}
+	})
 	if err := exercise.WaitPage(ctx, remote); err != nil {
 		t.Errorf("the exercise's form page: %v", err)
 	}
@@ -278,3 +277,9 @@ func aptMirror(t *testing.T) (string, string) {
 	t.Fatalf("no Debian source in /etc/apt/sources.list{,.d/*} (on %s)", runtime.GOOS)
 	return "", ""
 }
+
+// containerFiles reads the provisioned container's files as a VM guest's
+// ReadFile does.
+type containerFiles func(ctx context.Context, rel string) ([]byte, error)
+
+func (f containerFiles) ReadFile(ctx context.Context, rel string) ([]byte, error) { return f(ctx, rel) }

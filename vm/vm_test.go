@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/guest/backend"
 )
 
 // fakeEnv is a test's fake Lima: limactl on PATH, its record, and a
@@ -247,9 +249,9 @@ func TestUpStatusReadFileDown(t *testing.T) {
 	if _, err := g.ReadFile(ctxT(t), "note.txt"); err == nil || !strings.Contains(err.Error(), "absolute path") {
 		t.Fatalf("ReadFile of a relative path: %v", err)
 	}
-	// The exercise reads relative to the home.
-	if b, err := g.Remote().ReadFile(ctxT(t), "note.txt"); err != nil || string(b) != "Zoë\nline two\n" {
-		t.Fatalf("Remote().ReadFile: %q, %v", b, err)
+	// A backend instance reads relative to the home.
+	if b, err := newInstance(g, "", "", backend.Outputs{}).ReadFile(ctxT(t), "note.txt"); err != nil || string(b) != "Zoë\nline two\n" {
+		t.Fatalf("instance ReadFile: %q, %v", b, err)
 	}
 	logs, err := g.Logs(ctxT(t), 30)
 	if err != nil || !strings.Contains(logs, "started agentd") {

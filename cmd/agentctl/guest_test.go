@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
@@ -76,11 +77,7 @@ func (a agentctlCmd) must(args ...string) string {
 	return out
 }
 
-type statusOut struct {
-	guestState
-	Running bool   `json:"running"`
-	Health  string `json:"health"`
-}
+type statusOut = backend.NamedStatus
 
 func (a agentctlCmd) status(name string) statusOut {
 	a.t.Helper()

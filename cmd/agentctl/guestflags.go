@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/guest/backend"
 )
 
 // guestFlags are the flags every command that talks to a running agentd takes.
@@ -30,14 +31,10 @@ func (g *guestFlags) resolve() error {
 	if g.addr == "" || strings.Contains(g.addr, ":") {
 		return nil
 	}
-	if err := checkGuestName(g.addr); err != nil {
+	if err := backend.CheckName(g.addr); err != nil {
 		return fmt.Errorf("--guest %q: want host:port, unix:/path or a guest's name", g.addr)
 	}
-	dir, err := guestDir(g.addr)
-	if err != nil {
-		return err
-	}
-	st, err := readGuestState(dir)
+	st, err := backend.Record(g.addr)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("--guest %q: no guest of that name ('agentctl guest status' lists them)", g.addr)
 	}

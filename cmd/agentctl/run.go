@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentd-dev/agentd/console"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/wire"
@@ -77,17 +78,19 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 		return fmt.Errorf("--max-steps is %d; it must be at least 1", *maxSteps)
 	case os.Getenv("OPENAI_API_KEY") == "":
 		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
-	case *network && g.addr != "docker":
-		return errors.New("--network is for --guest docker")
 	case *mode != "computer" && *mode != "code":
 		return fmt.Errorf("--mode %q: use computer or code", *mode)
+	}
+	fresh, err := backend.Get(g.addr)
+	if err != nil && *network {
+		return errors.New("--network is for --guest docker")
 	}
 	view, err := parseView(*viewSize, "", true)
 	if err != nil {
 		return err
 	}
-	if g.addr == "docker" {
-		down, err := freshDockerGuest(ctx, &g, *network, stdout)
+	if fresh != nil {
+		down, err := freshGuest(ctx, fresh, &g, backend.Spec{Network: *network, Code: *mode == "code"}, stdout)
 		if err != nil {
 			return err
 		}
@@ -262,4 +265,24 @@ func round(d runner.Duration) time.Duration {
 		return time.Duration(d).Round(time.Microsecond)
 	}
 	return time.Duration(d).Round(time.Millisecond)
+}
+
+// freshGuest starts a guest with a browser and an editor on b for one
+// 'agentctl run' ('--guest docker') and points g at it; down removes it.
+func freshGuest(ctx context.Context, b backend.Backend, g *guestFlags, spec backend.Spec, out io.Writer) (down func(), err error) {
+	fmt.Fprintf(out, "starting a %s guest for this run\n", b.Name())
+	spec.Desktop, spec.Progress = backend.BrowserAndEditor, guestProgress(out)
+	inst, err := b.Up(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	d := inst.Describe()
+	g.addr, g.tokenFile = d.Addr, d.TokenFile
+	return func() {
+		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := inst.Down(downCtx); err != nil {
+			fmt.Fprintf(out, "warning: %v\n", err)
+		}
+	}, nil
 }

@@ -1,0 +1,138 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/internal/healthz"
+)
+
+// Backend is the Docker guest as a backend.Backend ("docker"). Base sets
+// what a Spec does not (Image, StateRoot, limits, ...); a named guest's
+// container is InstanceName(name). A missing image is built when agentctl
+// runs in this repository (docker/Dockerfile is there).
+type Backend struct{ Base Config }
+
+var (
+	_ backend.Backend    = Backend{}
+	_ backend.Instance   = (*instance)(nil)
+	_ backend.FileReader = (*instance)(nil)
+	_ backend.LogReader  = (*instance)(nil)
+)
+
+// InstanceName names a named guest's container.
+func InstanceName(guestName string) string { return "agentd-" + guestName }
+
+// Name is "docker".
+func (Backend) Name() string { return "docker" }
+
+// Check refuses a desktop the guest image cannot show.
+func (Backend) Check(spec backend.Spec) error {
+	if spec.Code {
+		return backend.ErrNoCode
+	}
+	if spec.Desktop != nil {
+		if _, ok := spec.Desktop.(backend.ImageDesktop); !ok {
+			return fmt.Errorf("desktop %q cannot run in a container", spec.Desktop.Name())
+		}
+	}
+	return nil
+}
+
+// Up starts a container; with spec.Name, named InstanceName(spec.Name).
+func (b Backend) Up(ctx context.Context, spec backend.Spec) (backend.Instance, error) {
+	if err := b.Check(spec); err != nil {
+		return nil, err
+	}
+	spec.Say("building the image first if it is missing: minutes the first time")
+	return backend.StartImage(ctx, spec, func(ctx context.Context, apps backend.ImageApps) (backend.Instance, error) {
+		cfg := b.Base
+		if spec.Name != "" {
+			cfg.Name = InstanceName(spec.Name)
+		}
+		if spec.Width > 0 {
+			cfg.Size = fmt.Sprintf("%dx%d", spec.Width, spec.Height)
+		}
+		cfg.Network = cfg.Network || spec.Network
+		cfg.Apps, cfg.URL, cfg.File, cfg.ConfigDir = apps.Apps, apps.URL, apps.File, apps.ConfigDir
+		if cfg.Build == nil {
+			cfg.Build = buildHere()
+		}
+		g, err := Up(ctx, cfg, spec.Progress)
+		if err != nil {
+			return nil, err
+		}
+		return newInstance(g, spec.Name, spec.AppsName(), apps.Outputs), nil
+	})
+}
+
+// buildHere builds a missing guest image from the repository this program
+// runs in; elsewhere a missing image is an error that says how to build it.
+func buildHere() *BuildOptions {
+	if _, err := os.Stat(DefaultDockerfile); err != nil {
+		return nil
+	}
+	return &BuildOptions{Context: "."}
+}
+
+// Open finds a named guest's container; fs.ErrNotExist when it is gone.
+func (b Backend) Open(ctx context.Context, name string) (backend.Instance, error) {
+	g, err := Open(ctx, InstanceName(name), b.Base.StateRoot)
+	if err != nil {
+		return nil, err
+	}
+	return newInstance(g, name, "", backend.Outputs{}), nil
+}
+
+// List names the named Docker guests.
+func (Backend) List(context.Context) ([]string, error) { return backend.NamedOn("docker") }
+
+// instance is a guest container.
+type instance struct {
+	g    *Guest
+	desc backend.Description
+}
+
+func newInstance(g *Guest, name, apps string, out backend.Outputs) *instance {
+	addr := g.Addr
+	if g.TCPAddr != "" {
+		addr = g.TCPAddr
+	}
+	return &instance{g: g, desc: backend.Description{
+		Name: name, Backend: "docker", Display: "inside the container", Addr: addr, TokenFile: g.TokenFile,
+		Instance: g.Name, Owner: "container " + g.Name, Home: g.Home, Apps: apps,
+		Outputs: out.InGuest("container", g.Home), Started: time.Now().UTC(),
+	}}
+}
+
+func (i *instance) Describe() backend.Description { return i.desc }
+
+// Status asks the engine whether the container runs and agentd whether it
+// is healthy.
+func (i *instance) Status(ctx context.Context) backend.Status {
+	s, err := i.g.Status(ctx)
+	switch {
+	case err != nil:
+		return backend.Status{Health: err.Error()}
+	case !s.Running:
+		return backend.Status{Health: fmt.Sprintf("container %s (exit code %d)", s.State, s.ExitCode)}
+	}
+	return backend.Status{Running: true, Health: healthz.Describe(healthz.Probe(ctx, i.g.Addr))}
+}
+
+func (i *instance) Down(ctx context.Context) error { return i.g.Down(ctx) }
+func (i *instance) Close() error                   { return i.g.Close() }
+
+// ReadFile reads a file relative to the container user's home.
+func (i *instance) ReadFile(ctx context.Context, rel string) ([]byte, error) {
+	file, err := backend.InHome(i.g.Home, rel)
+	if err != nil {
+		return nil, fmt.Errorf("docker guest %s: %w", i.g.Name, err)
+	}
+	return i.g.ReadFile(ctx, file)
+}
+
+func (i *instance) Logs(ctx context.Context, n int) (string, error) { return i.g.Logs(ctx, n) }

@@ -1,0 +1,36 @@
+package docker
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/moby/moby/client"
+
+	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/guest/backend/backendtest"
+)
+
+// TestConformance runs the guest backends' suite on a real container.
+func TestConformance(t *testing.T) {
+	cli := needImage(t)
+	backendtest.Run(t, Backend{}, backendtest.Options{
+		Spec: backend.Spec{Width: 800, Height: 600},
+		// The entrypoint writes the X cookie into the home at every start.
+		ReadBack:   ".Xauthority",
+		AnyContent: true,
+		Left: func(d backend.Description) []string {
+			var left []string
+			if _, err := cli.ContainerInspect(context.Background(), d.Instance, client.ContainerInspectOptions{}); !isNotFound(err) {
+				left = append(left, "container "+d.Instance)
+			}
+			if dir := filepath.Dir(d.TokenFile); dir != "." {
+				if _, err := os.Stat(dir); !os.IsNotExist(err) {
+					left = append(left, dir)
+				}
+			}
+			return left
+		},
+	})
+}

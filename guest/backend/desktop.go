@@ -1,0 +1,147 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+
+	"github.com/agentd-dev/agentd/internal/statedir"
+)
+
+// Desktop is what a guest shows besides agentd: applications and their
+// settings. A backend shows the desktops whose form it understands: the
+// guest image's (ImageDesktop, docker and vm) or local processes
+// (local.Desktop).
+type Desktop interface {
+	// Name is the desktop's name, for --apps and Description.Apps.
+	Name() string
+	// Size is the screen the desktop is laid out for; 0, 0: any.
+	Size() (width, height int)
+}
+
+// ImageDesktop is a desktop the guest image's entrypoint starts
+// (docker/entrypoint.sh, in a container or a VM).
+type ImageDesktop interface {
+	Desktop
+	// Image writes the applications' configuration into dir, a fresh
+	// private directory that the guest gets a copy of, and says what the
+	// entrypoint starts.
+	Image(dir string) (ImageApps, error)
+}
+
+// ImageApps is what the guest image's entrypoint starts, and how to tell
+// that it is ready.
+type ImageApps struct {
+	Apps      []string // GUEST_APPS, started in this order: form, firefox, mousepad
+	URL       string   // GUEST_URL: the page the browser opens
+	File      string   // GUEST_FILE: the file the editor opens, relative to the home
+	ConfigDir string   // GUEST_CONFIG_DIR's source on the host; "" for none
+	// Outputs are the results' places: URL as it is, files relative to the
+	// desktop user's home.
+	Outputs Outputs
+	// Ready, if set, runs once agentd is healthy, with the guest's files;
+	// Up fails with its error.
+	Ready func(ctx context.Context, files FileReader) error
+}
+
+var desktops = map[string]Desktop{}
+
+// RegisterDesktop makes a desktop available by its name, for --apps and
+// for a local guest's supervisor, which starts it from its name.
+func RegisterDesktop(d Desktop) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := desktops[d.Name()]; dup {
+		panic("backend: RegisterDesktop called twice for " + d.Name())
+	}
+	desktops[d.Name()] = d
+}
+
+// LookupDesktop returns the desktop registered under name; "none" is nil.
+func LookupDesktop(name string) (Desktop, error) {
+	if name == "none" || name == "" {
+		return nil, nil
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if d, ok := desktops[name]; ok {
+		return d, nil
+	}
+	var names []string
+	for n := range desktops {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("--apps %q: use %s", name, joinOr(append(names, "none")))
+}
+
+// BrowserAndEditor is the guest image's browser (Firefox ESR) and text
+// editor (Mousepad) with no configuration: "desktop".
+var BrowserAndEditor ImageDesktop = browserAndEditor{}
+
+type browserAndEditor struct{}
+
+func (browserAndEditor) Name() string     { return "desktop" }
+func (browserAndEditor) Size() (int, int) { return 0, 0 }
+func (browserAndEditor) Image(string) (ImageApps, error) {
+	return ImageApps{Apps: []string{"mousepad", "firefox"}}, nil
+}
+
+func init() { RegisterDesktop(BrowserAndEditor) }
+
+// StartImage is the one up path of the backends that run the guest image:
+// it asks spec's desktop for its applications, has start create the guest
+// with them (and keep apps.Outputs for its description, see InGuest), and
+// waits for the desktop to be ready. The guest is taken down again when
+// that fails.
+func StartImage(ctx context.Context, spec Spec, start func(context.Context, ImageApps) (Instance, error)) (Instance, error) {
+	var apps ImageApps
+	if spec.Desktop != nil {
+		d, ok := spec.Desktop.(ImageDesktop)
+		if !ok {
+			return nil, fmt.Errorf("desktop %q cannot run in the guest image", spec.Desktop.Name())
+		}
+		root, err := statedir.Root("agentd")
+		if err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp(root, "desktop-")
+		if err != nil {
+			return nil, fmt.Errorf("desktop configuration: %w", err)
+		}
+		defer os.RemoveAll(dir) // the guest gets a copy
+		if apps, err = d.Image(dir); err != nil {
+			return nil, err
+		}
+	}
+	inst, err := start(ctx, apps)
+	if err != nil {
+		return nil, err
+	}
+	if apps.Ready != nil {
+		files, ok := inst.(FileReader)
+		if !ok {
+			err = errors.New("the guest cannot read files back to check its desktop")
+		} else {
+			err = apps.Ready(ctx, files)
+		}
+		if err != nil {
+			return nil, errors.Join(err, inst.Down(context.WithoutCancel(ctx)))
+		}
+	}
+	return inst, nil
+}
+
+// InGuest turns outputs relative to the desktop user's home into places
+// people can find: where ("container", "VM"), a colon and the path.
+func (o Outputs) InGuest(where, home string) Outputs {
+	for _, f := range []*string{&o.RecordFile, &o.NoteFile} {
+		if *f != "" {
+			*f = where + ":" + path.Join(home, *f)
+		}
+	}
+	return o
+}

@@ -1,0 +1,255 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/agentd-dev/agentd/internal/statedir"
+)
+
+// A named guest has a private directory, Root/<name>, holding its record
+// guest.json (a Description and its backend) and whatever its backend keeps
+// there (a local guest's supervisor: its lock, log and desktop). The record
+// is written when Up begins and again once the guest is up, so a guest
+// that is still starting is known.
+
+const recordName = "guest.json"
+
+// Root returns the private directory holding one directory per named
+// guest: $XDG_RUNTIME_DIR/agentd/guests, else <tmp>/agentd-<uid>/guests.
+func Root() (string, error) {
+	root, err := statedir.Root("agentd")
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "guests")
+	if err := statedir.Ensure(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)
+
+// CheckName checks a guest's name: 1 to 32 letters, digits, '.', '_' or
+// '-', and not a backend's name ('agentctl run --guest docker' means a
+// fresh container).
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("guest name %q: use 1 to 32 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	if slices.Contains(Names(), name) {
+		return fmt.Errorf("guest name %q is reserved: it names a backend", name)
+	}
+	return nil
+}
+
+// Dir returns a named guest's private directory.
+func Dir(name string) (string, error) {
+	if err := CheckName(name); err != nil {
+		return "", err
+	}
+	root, err := Root()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, name), nil
+}
+
+// Record reads a named guest's record; an error wrapping fs.ErrNotExist
+// when there is none.
+func Record(name string) (Description, error) {
+	var d Description
+	dir, err := Dir(name)
+	if err != nil {
+		return d, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, recordName))
+	if err != nil {
+		return d, err
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return d, fmt.Errorf("%s: %w", filepath.Join(dir, recordName), err)
+	}
+	return d, nil
+}
+
+func writeRecord(dir string, d Description) error {
+	data, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, recordName+".tmp")
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("guest record: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, recordName))
+}
+
+// Named lists the named guests, sorted.
+func Named() ([]string, error) {
+	root, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// NamedOn lists the named guests of one backend, for its List.
+func NamedOn(backend string) ([]string, error) {
+	all, err := Named()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, n := range all {
+		if d, err := Record(n); err == nil && d.Backend == backend {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+// ErrRunning is wrapped by Up's error when a guest of that name runs.
+var ErrRunning = errors.New("already running")
+
+// Up starts a guest named spec.Name on b that outlives this program: a
+// stale guest of that name (one that no longer runs) is removed first, a
+// running one is an error wrapping ErrRunning.
+func Up(ctx context.Context, b Backend, spec Spec) (Instance, error) {
+	dir, err := Dir(spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Check(spec); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dir); err == nil {
+		if running, err := Down(ctx, spec.Name, true); err != nil {
+			return nil, err
+		} else if running {
+			return nil, fmt.Errorf("guest %q is %w ('agentctl guest status --name %s')", spec.Name, ErrRunning, spec.Name)
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("guest directory: %w", err)
+	}
+	spec.Dir = dir
+	if err := writeRecord(dir, Description{Name: spec.Name, Backend: b.Name(), Apps: spec.AppsName(), Started: time.Now().UTC()}); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	inst, err := b.Up(ctx, spec)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := writeRecord(dir, inst.Describe()); err != nil {
+		return nil, errors.Join(err, inst.Down(context.WithoutCancel(ctx)), os.RemoveAll(dir))
+	}
+	return inst, nil
+}
+
+// Open finds a named guest, whatever its backend; an error wrapping
+// fs.ErrNotExist when there is none.
+func Open(ctx context.Context, name string) (Instance, error) {
+	d, err := Record(name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := Get(d.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("guest %q: %w", name, err)
+	}
+	return b.Open(ctx, name)
+}
+
+// Status is a named guest's record and status, for 'agentctl guest status'.
+type NamedStatus struct {
+	Description
+	Status
+}
+
+// StatusOf describes a named guest and asks whether it runs. A guest whose
+// record is gone (only kept logs are left) or whose backend cannot be asked
+// is reported as not running, with the reason as its health.
+func StatusOf(ctx context.Context, name string) NamedStatus {
+	s := NamedStatus{Description: Description{Name: name}, Status: Status{Health: "-"}}
+	d, err := Record(name)
+	if err != nil {
+		return s
+	}
+	s.Description = d
+	inst, err := Open(ctx, name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.Health = err.Error()
+		}
+		return s
+	}
+	defer inst.Close()
+	s.Status = inst.Status(ctx)
+	return s
+}
+
+// Down takes a named guest down and removes its directory. A guest that
+// no longer runs is cleared away (its container or VM removed, its
+// directory with kept logs too) and wasRunning is false; with onlyStale, a
+// running guest is left alone. A running local guest's kept logs stay.
+func Down(ctx context.Context, name string, onlyStale bool) (wasRunning bool, err error) {
+	dir, err := Dir(name)
+	if err != nil {
+		return false, err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("no guest named %q ('agentctl guest status' lists them): %w", name, err)
+	}
+	inst, err := Open(ctx, name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// No record, or its container or VM is gone already.
+	case err != nil:
+		return false, fmt.Errorf("guest %q: %w", name, err)
+	default:
+		defer inst.Close()
+		if inst.Status(ctx).Running {
+			if onlyStale {
+				return true, nil
+			}
+			if err := inst.Down(ctx); err != nil {
+				return true, fmt.Errorf("guest %q: %w", name, err)
+			}
+			// The backend removed what is its; kept logs stay.
+			if err := os.Remove(filepath.Join(dir, recordName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return true, fmt.Errorf("guest %q: remove its record: %w", name, err)
+			}
+			_ = os.Remove(dir) // fails while kept logs are there
+			return true, nil
+		}
+		if err := inst.Down(ctx); err != nil {
+			return false, fmt.Errorf("remove the stale %s guest %q: %w", inst.Describe().Backend, name, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return false, fmt.Errorf("remove stale guest state: %w", err)
+	}
+	return false, nil
+}

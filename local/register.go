@@ -1,0 +1,5 @@
+package local
+
+import "github.com/agentd-dev/agentd/guest/backend"
+
+func init() { backend.Register(Backend{}) }
