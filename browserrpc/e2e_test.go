@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 )
 
@@ -97,7 +98,7 @@ func toolset(t *testing.T, d browser.Driver, confirm browser.ConfirmFunc, origin
 	return ts
 }
 
-func formServer(t *testing.T) *exercise.RecordServer { return browsertest.FormServer(t) }
+func formServer(t *testing.T) *form.RecordServer { return browsertest.FormServer(t) }
 
 func origin(u string) string { return strings.TrimSuffix(u, "/") }
 

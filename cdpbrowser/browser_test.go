@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
@@ -47,7 +48,7 @@ func start(t *testing.T) (*Browser, context.Context) {
 }
 
 // openForm serves the pickup form, opens it and reads it.
-func openForm(t *testing.T, b *Browser, ctx context.Context, filter browser.Filter) (*exercise.RecordServer, browser.ReadResult) {
+func openForm(t *testing.T, b *Browser, ctx context.Context, filter browser.Filter) (*form.RecordServer, browser.ReadResult) {
 	t.Helper()
 	srv := browsertest.FormServer(t)
 	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))

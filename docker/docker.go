@@ -103,7 +103,7 @@ type Config struct {
 	File string
 	// ConfigDir, if set, is a host directory copied into the guest's state
 	// directory and given to the entrypoint as GUEST_CONFIG_DIR: window
-	// manager rules, browser profile, editor settings (exercise.WriteConfig).
+	// manager rules, browser profile, editor settings (desktop.WriteConfig).
 	ConfigDir string
 	// Build, if set, builds Image with these options when it is missing
 	// (Build.Tag is replaced by Image). Nil: a missing image is an error.

@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/scaling"
@@ -24,7 +25,7 @@ import (
 // the note held in a variable of the first. Coordinates are in the image
 // space of ModelView, as a model reads them off display(screenshot()).
 func CodeScript() ([]respserver.Turn, error) {
-	t, err := scaling.New(scaling.Size{W: ScreenWidth, H: ScreenHeight}, nil, ModelView.Width, ModelView.Height, true)
+	t, err := scaling.New(scaling.Size{W: desktop.ScreenWidth, H: desktop.ScreenHeight}, nil, ModelView.Width, ModelView.Height, true)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ pyautogui.click(%s)  # fragile
 pyautogui.click(%s)  # submit
 pyautogui.settle()
 display(pyautogui.screenshot())
-`, at(NameFieldX, NameFieldY), at(DateFieldX, DateFieldY), at(SlotOptionX, SlotAfternoonY), at(FragileX, FragileY), at(SubmitX, SubmitY))),
+`, at(desktop.NameFieldX, desktop.NameFieldY), at(desktop.DateFieldX, desktop.DateFieldY), at(desktop.SlotOptionX, desktop.SlotAfternoonY), at(desktop.FragileX, desktop.FragileY), at(desktop.SubmitX, desktop.SubmitY))),
 		// The window manager moves the focus asynchronously: settle first.
 		call(fmt.Sprintf(`pyautogui.click(%s)
 pyautogui.settle()
@@ -67,7 +68,7 @@ pyautogui.write(note)
 pyautogui.hotkey("ctrl", "s")
 pyautogui.settle()
 log("saved", len(note), "characters for", name)
-`, at(EditorTextX, EditorTextY))),
+`, at(desktop.EditorTextX, desktop.EditorTextY))),
 		respserver.Final("The pickup is booked and the note is saved."),
 	}
 	if firstErr != nil {

@@ -16,7 +16,7 @@ import (
 // one's helper and variables, leave the same record and saved note as the
 // native exercise, checked the same way.
 func TestCodeModeExercise(t *testing.T) {
-	requireDesktop(t)
+	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad")
 	if testing.Short() {
 		t.Skip("requires a full run: starts Firefox (skipped with -short)")
 	}

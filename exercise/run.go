@@ -1,3 +1,9 @@
+// Package exercise is the no-API-key exercise's run harness (SPEC §5): it
+// starts the exercise desktop (exercise/desktop) on a guest backend, lets a
+// scripted model (respserver) drive it through the real openai-go SDK and
+// runner — with the computer tool, or in code mode with exec_py — reads
+// the form's record (exercise/form) and the saved note back from the guest
+// and verifies them against what the model typed.
 package exercise
 
 import (
@@ -15,6 +21,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/agentd-dev/agentd/exercise/desktop"
+	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/respserver"
@@ -75,7 +83,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	}
 	fmt.Fprintf(out, "starting the exercise desktop in a %s guest (Xvfb, openbox, the form, Firefox ESR, mousepad, agentd)…\n", b.Name())
 	g, err := b.Up(ctx, backend.Spec{
-		Width: ScreenWidth, Height: ScreenHeight, Desktop: Apps, AgentdPath: cfg.AgentdPath, Code: cfg.Code,
+		Width: desktop.ScreenWidth, Height: desktop.ScreenHeight, Desktop: desktop.Apps, AgentdPath: cfg.AgentdPath, Code: cfg.Code,
 		Progress: func(line string) { fmt.Fprintf(out, "  %s\n", line) },
 	})
 	if err != nil {
@@ -115,16 +123,16 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 }
 
 // results reads the form's records and the saved note back from the guest.
-func results(ctx context.Context, files backend.FileReader) ([]Record, []byte, error) {
-	data, err := files.ReadFile(ctx, RemoteRecords)
+func results(ctx context.Context, files backend.FileReader) ([]form.Record, []byte, error) {
+	data, err := files.ReadFile(ctx, desktop.RemoteRecords)
 	if err != nil {
 		return nil, nil, fmt.Errorf("exercise: read records: %w", err)
 	}
-	recs, err := ParseRecords(data, RemoteRecords)
+	recs, err := form.ParseRecords(data, desktop.RemoteRecords)
 	if err != nil {
 		return nil, nil, err
 	}
-	note, err := files.ReadFile(ctx, RemoteNote)
+	note, err := files.ReadFile(ctx, desktop.RemoteNote)
 	if err != nil {
 		return nil, nil, fmt.Errorf("exercise: read the saved note: %w", err)
 	}
@@ -254,21 +262,7 @@ func checkAcknowledged(model *respserver.Server) error {
 	return errors.New("exercise: no request acknowledged the submit safety check")
 }
 
-// Verify checks the real results of a local desktop: exactly one record
-// with the typed values, and the note saved byte for byte.
-func Verify(d *Desktop) error {
-	recs, err := d.Record.Records()
-	if err != nil {
-		return fmt.Errorf("exercise: read records: %w", err)
-	}
-	note, err := os.ReadFile(d.NoteFile)
-	if err != nil {
-		return fmt.Errorf("exercise: read the saved note: %w", err)
-	}
-	return verify(recs, note)
-}
-
-func verify(recs []Record, note []byte) error {
+func verify(recs []form.Record, note []byte) error {
 	var problems []string
 	if len(recs) != 1 {
 		problems = append(problems, fmt.Sprintf("want exactly 1 record, found %d", len(recs)))

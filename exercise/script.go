@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/scaling"
 )
@@ -31,7 +32,7 @@ var SubmitCheck = respserver.SafetyCheck{
 // Script is the scripted model: its turns, in order, with coordinates in
 // the image space of ModelView.
 func Script() ([]respserver.Turn, error) {
-	t, err := scaling.New(scaling.Size{W: ScreenWidth, H: ScreenHeight}, nil, ModelView.Width, ModelView.Height, true)
+	t, err := scaling.New(scaling.Size{W: desktop.ScreenWidth, H: desktop.ScreenHeight}, nil, ModelView.Width, ModelView.Height, true)
 	if err != nil {
 		return nil, err
 	}
@@ -58,20 +59,20 @@ func Script() ([]respserver.Turn, error) {
 		respserver.Call(`{"type":"screenshot"}`),
 		// Fill the form.
 		respserver.Call(
-			click(NameFieldX, NameFieldY), typ(PickupName),
-			click(DateFieldX, DateFieldY), typ(PickupDate),
-			click(SlotOptionX, SlotAfternoonY),
-			click(FragileX, FragileY),
+			click(desktop.NameFieldX, desktop.NameFieldY), typ(PickupName),
+			click(desktop.DateFieldX, desktop.DateFieldY), typ(PickupDate),
+			click(desktop.SlotOptionX, desktop.SlotAfternoonY),
+			click(desktop.FragileX, desktop.FragileY),
 		),
 		// Submitting books a pickup: the model's call carries a safety check.
 		func() respserver.Turn {
-			turn := respserver.Call(click(SubmitX, SubmitY), wait)
+			turn := respserver.Call(click(desktop.SubmitX, desktop.SubmitY), wait)
 			turn.SafetyChecks = []respserver.SafetyCheck{SubmitCheck}
 			return turn
 		}(),
 		// Switch to the editor; the window manager moves the focus
 		// asynchronously, so wait before typing.
-		respserver.Call(click(EditorTextX, EditorTextY), wait, typ(NoteText), keys("CTRL", "S"), wait),
+		respserver.Call(click(desktop.EditorTextX, desktop.EditorTextY), wait, typ(NoteText), keys("CTRL", "S"), wait),
 		respserver.Final("The pickup is booked and the note is saved."),
 	}
 	for i := 1; i < len(turns); i++ {

@@ -1,48 +1,29 @@
 package exercise
 
 import (
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/exercise/form"
 )
 
 func TestVerify(t *testing.T) {
-	d, err := Prepare(Config{Dir: filepath.Join(t.TempDir(), "desktop")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if err := Verify(d); err == nil || !strings.Contains(err.Error(), "want exactly 1 record, found 0") {
+	if err := verify(nil, nil); err == nil || !strings.Contains(err.Error(), "want exactly 1 record, found 0") {
 		t.Fatalf("empty desktop: %v", err)
 	}
-	submit(t, d.Record, url.Values{"name": {PickupName}, "date": {PickupDate}, "slot": {"Evening"}})
-	if err := os.WriteFile(d.NoteFile, []byte(strings.TrimSuffix(NoteText, "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	err = Verify(d)
+	wrong := []form.Record{{Name: PickupName, Date: PickupDate, Slot: "Evening"}}
+	err := verify(wrong, []byte(strings.TrimSuffix(NoteText, "\n")))
 	for _, want := range []string{`slot "Evening", want "Afternoon"`, "not marked fragile", "saved note is"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Verify = %v, want it to say %q", err, want)
+			t.Errorf("verify = %v, want it to say %q", err, want)
 		}
 	}
 	if err != nil && strings.Contains(err.Error(), "record name") {
 		t.Errorf("the right name was reported as wrong: %v", err)
 	}
-
-	d2, err := Prepare(Config{Dir: filepath.Join(t.TempDir(), "desktop")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Close()
-	submit(t, d2.Record, url.Values{"name": {PickupName}, "date": {PickupDate}, "slot": {PickupSlot}, "fragile": {"yes"}})
-	if err := os.WriteFile(d2.NoteFile, []byte(NoteText), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := Verify(d2); err != nil {
+	right := []form.Record{{Name: PickupName, Date: PickupDate, Slot: PickupSlot, Fragile: true}}
+	if err := verify(right, []byte(NoteText)); err != nil {
 		t.Fatalf("the right results: %v", err)
 	}
 }

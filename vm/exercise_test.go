@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/guest/backend"
 )
 
@@ -29,12 +29,12 @@ func TestExercise(t *testing.T) {
 	f := newFake(t, http.StatusOK)
 	base := f.config(t)
 	base.Apps, base.URL, base.File, base.Env = nil, "", "", nil
-	desk := withoutReady{exercise.Apps}
+	desk := withoutReady{desktop.Apps}
 	spec, err := desk.Image(filepath.Join(t.TempDir(), "config"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Backend{Base: base}.Up(ctxT(t), backend.Spec{Width: exercise.ScreenWidth, Height: exercise.ScreenHeight, Desktop: desk})
+	g, err := Backend{Base: base}.Up(ctxT(t), backend.Spec{Width: desktop.ScreenWidth, Height: desktop.ScreenHeight, Desktop: desk})
 	if err != nil {
 		t.Fatalf("Up: %v", err)
 	}

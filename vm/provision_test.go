@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/internal/randhex"
 )
 
@@ -46,11 +46,11 @@ func TestProvisionInDebian(t *testing.T) {
 		t.Fatalf("missing the docker CLI: %v", err)
 	}
 	// The exercise's desktop, as the vm backend asks for it.
-	spec, err := exercise.Apps.Image(filepath.Join(t.TempDir(), "config"))
+	spec, err := desktop.Apps.Image(filepath.Join(t.TempDir(), "config"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Config{Repo: "..", Size: fmt.Sprintf("%dx%d", exercise.ScreenWidth, exercise.ScreenHeight), Apps: spec.Apps, URL: spec.URL, File: spec.File, ConfigDir: spec.ConfigDir}.withDefaults()
+	cfg, err := Config{Repo: "..", Size: fmt.Sprintf("%dx%d", desktop.ScreenWidth, desktop.ScreenHeight), Apps: spec.Apps, URL: spec.URL, File: spec.File, ConfigDir: spec.ConfigDir}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestProvisionInDebian(t *testing.T) {
 		}
 		return []byte(out), err
 	})
-	if err := exercise.WaitPage(ctx, remote); err != nil {
+	if err := desktop.WaitPage(ctx, remote); err != nil {
 		t.Errorf("the exercise's form page: %v", err)
 	}
 	if note, err := remote.ReadFile(ctx, spec.File); err != nil || len(note) != 0 {

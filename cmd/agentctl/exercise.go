@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/agentd-dev/agentd/exercise"
+	exdesktop "github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/guest/backend"
 )
 
@@ -33,7 +34,7 @@ func runExercise(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := b.Check(backend.Spec{Desktop: exercise.Apps, Code: *mode == "code"}); err != nil {
+	if err := b.Check(backend.Spec{Desktop: exdesktop.Apps, Code: *mode == "code"}); err != nil {
 		return err
 	}
 	cfg := exercise.RunConfig{Out: os.Stdout, RecordDir: *recordDir, Backend: b.Name(), AgentdPath: *agentdPath, Code: *mode == "code"}

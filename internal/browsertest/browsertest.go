@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
@@ -51,9 +51,9 @@ func StartGuest(t *testing.T) *guest.Client {
 
 // FormServer serves the pickup form on loopback; its records go to a
 // temporary file.
-func FormServer(t *testing.T) *exercise.RecordServer {
+func FormServer(t *testing.T) *form.RecordServer {
 	t.Helper()
-	srv, err := exercise.NewRecordServer(filepath.Join(t.TempDir(), "records.jsonl"))
+	srv, err := form.NewRecordServer(filepath.Join(t.TempDir(), "records.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,4 +62,4 @@ func FormServer(t *testing.T) *exercise.RecordServer {
 }
 
 // Origin is a form server's origin (its URL without the trailing slash).
-func Origin(srv *exercise.RecordServer) string { return strings.TrimSuffix(srv.URL(), "/") }
+func Origin(srv *form.RecordServer) string { return strings.TrimSuffix(srv.URL(), "/") }

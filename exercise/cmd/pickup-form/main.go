@@ -18,7 +18,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/exercise/form"
 )
 
 func main() {
@@ -38,7 +38,7 @@ func run(listen, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	srv, err := exercise.ListenRecordServer(listen, filepath.Join(dir, "records.jsonl"), filepath.Join(dir, "page.json"))
+	srv, err := form.ListenRecordServer(listen, filepath.Join(dir, "records.jsonl"), filepath.Join(dir, "page.json"))
 	if err != nil {
 		return err
 	}

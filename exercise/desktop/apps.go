@@ -1,4 +1,4 @@
-package exercise
+package desktop
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/local"
 )
@@ -83,7 +84,7 @@ func WaitPage(ctx context.Context, files backend.FileReader) error {
 		data, err := files.ReadFile(ctx, RemoteReport)
 		switch {
 		case err == nil:
-			var rep PageReport
+			var rep form.PageReport
 			if err := json.Unmarshal(data, &rep); err != nil {
 				return fmt.Errorf("exercise: the form's page report: %w", err)
 			}

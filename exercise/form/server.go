@@ -1,4 +1,10 @@
-package exercise
+// Package form is the exercise's pickup form (SPEC §5): a record server on
+// the loopback that serves the page, laid out in page pixels from
+// layout.go, appends each valid submission to a record file and keeps the
+// page's report of where its controls are. A local exercise desktop runs it
+// in its own process; a guest without a network runs it inside
+// (exercise/cmd/pickup-form) and its files are read back out.
+package form
 
 import (
 	"bufio"

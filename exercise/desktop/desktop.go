@@ -1,4 +1,4 @@
-// Package exercise is the desktop of the no-API-key exercise (SPEC §5): a
+// Package desktop is the desktop of the no-API-key exercise (SPEC §5): a
 // real browser (Firefox ESR, sandboxed) showing a pickup form served by a
 // local record server, and a real text editor (mousepad) open on an empty
 // note, each at a fixed place on a 1440×900 screen (see layout.go).
@@ -8,7 +8,7 @@
 // note) and starts the record server; Configure adds the applications to a
 // local guest's configuration. Results are read back from the file system:
 // Records for the form, NoteFile for the editor.
-package exercise
+package desktop
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/local"
 )
@@ -46,7 +47,7 @@ type Config struct {
 type Desktop struct {
 	Dir      string
 	NoteFile string // the editor's file, initially empty
-	Record   *RecordServer
+	Record   *form.RecordServer
 
 	cfg           Config
 	openboxConfig string
@@ -79,7 +80,7 @@ func Prepare(cfg Config) (*Desktop, error) {
 		return nil, fmt.Errorf("exercise: %w", err)
 	}
 	// The same place as in a remote guest's home (RemoteRecords).
-	rs, err := NewRecordServer(filepath.Join(cfg.Dir, filepath.FromSlash(RemoteRecords)))
+	rs, err := form.NewRecordServer(filepath.Join(cfg.Dir, filepath.FromSlash(RemoteRecords)))
 	if err != nil {
 		_ = os.RemoveAll(cfg.Dir)
 		return nil, fmt.Errorf("exercise: %w", err)
@@ -194,10 +195,10 @@ func (d *Desktop) browserReady(ctx context.Context, win image.Rectangle) error {
 // CheckPage verifies a page report against layout.go: the page fills the
 // browser window at one device pixel per CSS pixel, and every click target
 // lies well inside its control.
-func CheckPage(rep PageReport) error {
+func CheckPage(rep form.PageReport) error {
 	var errs []error
 	vp := rep.Viewport
-	if vp != (Rect{X: BrowserX, Y: BrowserY, W: BrowserWidth, H: BrowserHeight}) {
+	if vp != (form.Rect{X: BrowserX, Y: BrowserY, W: BrowserWidth, H: BrowserHeight}) {
 		errs = append(errs, fmt.Errorf("page viewport %+v, layout says %dx%d at (%d,%d) (toolbars or a notification bar showing?)",
 			vp, BrowserWidth, BrowserHeight, BrowserX, BrowserY))
 	}

@@ -1,4 +1,4 @@
-package exercise
+package desktop
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 
@@ -92,7 +93,7 @@ func TestDesktopWithXdotool(t *testing.T) {
 	x.click(FragileX, FragileY)
 	x.screenshot("2-filled")
 	x.click(SubmitX, SubmitY)
-	recs := waitFor(t, "the record", func() ([]Record, bool) {
+	recs := waitFor(t, "the record", func() ([]form.Record, bool) {
 		r, err := desk.Record.Records()
 		return r, err == nil && len(r) > 0
 	})

@@ -1,4 +1,4 @@
-package exercise
+package desktop
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/internal/prereq"
 
 	"github.com/agentd-dev/agentd/actions"
@@ -89,7 +90,7 @@ func TestTypingThroughAgentd(t *testing.T) {
 
 	click := func(x, y int) actions.Action { return actions.Action{Type: actions.Click, X: x, Y: y} }
 	name, date := "Zoë Ñúñez-Łukasz", "2025-03-14"
-	form := []actions.Action{
+	batch := []actions.Action{
 		click(NameFieldX, NameFieldY), {Type: actions.TypeText, Text: name},
 		click(DateFieldX, DateFieldY), {Type: actions.TypeText, Text: date},
 		click(SlotOptionX, SlotAfternoonY),
@@ -97,11 +98,11 @@ func TestTypingThroughAgentd(t *testing.T) {
 		click(SubmitX, SubmitY),
 	}
 	start = time.Now()
-	if res, err := c.Batch(ctx, form, nil); err != nil {
+	if res, err := c.Batch(ctx, batch, nil); err != nil {
 		t.Fatalf("batch: %v (results %+v)", err, res.Results)
 	}
-	t.Logf("batch of %d actions in %v", len(form), time.Since(start).Round(time.Millisecond))
-	if !checkRecords(t, desk, []Record{{Name: name, Date: date, Slot: "Afternoon", Fragile: true}}) {
+	t.Logf("batch of %d actions in %v", len(batch), time.Since(start).Round(time.Millisecond))
+	if !checkRecords(t, desk, []form.Record{{Name: name, Date: date, Slot: "Afternoon", Fragile: true}}) {
 		saveScreenshot(ctx, t, c, "typing-failed")
 	}
 }
@@ -126,9 +127,9 @@ func saveScreenshot(ctx context.Context, t *testing.T, c *guest.Client, name str
 // checkRecords waits for the record file to hold len(want) records and
 // compares them (SavedAt aside). A form submitted with an empty required
 // field is never sent, so "no new record" means a field stayed empty.
-func checkRecords(t *testing.T, desk *Desktop, want []Record) bool {
+func checkRecords(t *testing.T, desk *Desktop, want []form.Record) bool {
 	t.Helper()
-	var got []Record
+	var got []form.Record
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if r, err := desk.Record.Records(); err == nil && len(r) >= len(want) {
