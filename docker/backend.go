@@ -12,7 +12,7 @@ import (
 
 // Backend is the Docker guest as a backend.Backend ("docker"). Base sets
 // what a Spec does not (Image, StateRoot, limits, ...); a named guest's
-// container is InstanceName(name). A missing image is built when agentctl
+// container is backend.InstanceName(name). A missing image is built when agentctl
 // runs in this repository (docker/Dockerfile is there).
 type Backend struct{ Base Config }
 
@@ -23,26 +23,15 @@ var (
 	_ backend.LogReader  = (*instance)(nil)
 )
 
-// InstanceName names a named guest's container.
-func InstanceName(guestName string) string { return "agentd-" + guestName }
-
 // Name is "docker".
 func (Backend) Name() string { return "docker" }
 
 // Check refuses a desktop the guest image cannot show.
 func (Backend) Check(spec backend.Spec) error {
-	if spec.Code {
-		return backend.ErrNoCode
-	}
-	if spec.Desktop != nil {
-		if _, ok := spec.Desktop.(backend.ImageDesktop); !ok {
-			return fmt.Errorf("desktop %q cannot run in a container", spec.Desktop.Name())
-		}
-	}
-	return nil
+	return backend.CheckImage(spec, "a container")
 }
 
-// Up starts a container; with spec.Name, named InstanceName(spec.Name).
+// Up starts a container; with spec.Name, named backend.InstanceName(spec.Name).
 func (b Backend) Up(ctx context.Context, spec backend.Spec) (backend.Instance, error) {
 	if err := b.Check(spec); err != nil {
 		return nil, err
@@ -51,7 +40,7 @@ func (b Backend) Up(ctx context.Context, spec backend.Spec) (backend.Instance, e
 	return backend.StartImage(ctx, spec, func(ctx context.Context, apps backend.ImageApps) (backend.Instance, error) {
 		cfg := b.Base
 		if spec.Name != "" {
-			cfg.Name = InstanceName(spec.Name)
+			cfg.Name = backend.InstanceName(spec.Name)
 		}
 		if spec.Width > 0 {
 			cfg.Size = fmt.Sprintf("%dx%d", spec.Width, spec.Height)
@@ -80,7 +69,7 @@ func buildHere() *BuildOptions {
 
 // Open finds a named guest's container; fs.ErrNotExist when it is gone.
 func (b Backend) Open(ctx context.Context, name string) (backend.Instance, error) {
-	g, err := Open(ctx, InstanceName(name), b.Base.StateRoot)
+	g, err := Open(ctx, backend.InstanceName(name), b.Base.StateRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +81,8 @@ func (Backend) List(context.Context) ([]string, error) { return backend.NamedOn(
 
 // instance is a guest container.
 type instance struct {
-	g    *Guest
-	desc backend.Description
+	backend.ImageInstance
+	g *Guest
 }
 
 func newInstance(g *Guest, name, apps string, out backend.Outputs) *instance {
@@ -101,14 +90,12 @@ func newInstance(g *Guest, name, apps string, out backend.Outputs) *instance {
 	if g.TCPAddr != "" {
 		addr = g.TCPAddr
 	}
-	return &instance{g: g, desc: backend.Description{
+	return &instance{g: g, ImageInstance: backend.ImageInstance{Files: g, Desc: backend.Description{
 		Name: name, Backend: "docker", Display: "inside the container", Addr: addr, TokenFile: g.TokenFile,
 		Instance: g.Name, Owner: "container " + g.Name, Home: g.Home, Apps: apps,
 		Outputs: out.InGuest("container", g.Home), Started: time.Now().UTC(),
-	}}
+	}}}
 }
-
-func (i *instance) Describe() backend.Description { return i.desc }
 
 // Status asks the engine whether the container runs and agentd whether it
 // is healthy.
@@ -125,14 +112,3 @@ func (i *instance) Status(ctx context.Context) backend.Status {
 
 func (i *instance) Down(ctx context.Context) error { return i.g.Down(ctx) }
 func (i *instance) Close() error                   { return i.g.Close() }
-
-// ReadFile reads a file relative to the container user's home.
-func (i *instance) ReadFile(ctx context.Context, rel string) ([]byte, error) {
-	file, err := backend.InHome(i.g.Home, rel)
-	if err != nil {
-		return nil, fmt.Errorf("docker guest %s: %w", i.g.Name, err)
-	}
-	return i.g.ReadFile(ctx, file)
-}
-
-func (i *instance) Logs(ctx context.Context, n int) (string, error) { return i.g.Logs(ctx, n) }

@@ -11,7 +11,7 @@ import (
 
 // Backend is the VM guest as a backend.Backend ("vm"). Base sets what a
 // Spec does not (Repo, Limactl, VMType, StateRoot, ...); a named guest's
-// Lima instance is InstanceName(name), else Base.Name or a fresh one. The
+// Lima instance is backend.InstanceName(name), else Base.Name or a fresh one. The
 // guest's agentd comes from ./bin (make agentd-linux-arm64).
 type Backend struct{ Base Config }
 
@@ -22,9 +22,6 @@ var (
 	_ backend.LogReader  = (*guestInstance)(nil)
 )
 
-// InstanceName names a named guest's Lima instance.
-func InstanceName(guestName string) string { return "agentd-" + guestName }
-
 // Name is "vm".
 func (Backend) Name() string { return "vm" }
 
@@ -33,15 +30,7 @@ func (Backend) Check(spec backend.Spec) error {
 	if spec.Network {
 		return errors.New("a VM guest is reached through Lima's forward only (--network is for --backend docker)")
 	}
-	if spec.Code {
-		return backend.ErrNoCode
-	}
-	if spec.Desktop != nil {
-		if _, ok := spec.Desktop.(backend.ImageDesktop); !ok {
-			return fmt.Errorf("desktop %q cannot run in a VM", spec.Desktop.Name())
-		}
-	}
-	return nil
+	return backend.CheckImage(spec, "a VM")
 }
 
 // Up creates and starts a VM.
@@ -53,7 +42,7 @@ func (b Backend) Up(ctx context.Context, spec backend.Spec) (backend.Instance, e
 	return backend.StartImage(ctx, spec, func(ctx context.Context, apps backend.ImageApps) (backend.Instance, error) {
 		cfg := b.Base
 		if spec.Name != "" {
-			cfg.Name = InstanceName(spec.Name)
+			cfg.Name = backend.InstanceName(spec.Name)
 		}
 		if spec.Width > 0 {
 			cfg.Size = fmt.Sprintf("%dx%d", spec.Width, spec.Height)
@@ -70,7 +59,7 @@ func (b Backend) Up(ctx context.Context, spec backend.Spec) (backend.Instance, e
 // Open finds a named guest; fs.ErrNotExist when its state is gone.
 func (b Backend) Open(_ context.Context, name string) (backend.Instance, error) {
 	cfg := b.Base
-	cfg.Name = InstanceName(name)
+	cfg.Name = backend.InstanceName(name)
 	g, err := Open(cfg)
 	if err != nil {
 		return nil, err
@@ -83,19 +72,17 @@ func (Backend) List(context.Context) ([]string, error) { return backend.NamedOn(
 
 // guestInstance is a VM guest as a backend.Instance.
 type guestInstance struct {
-	g    *Guest
-	desc backend.Description
+	backend.ImageInstance
+	g *Guest
 }
 
 func newInstance(g *Guest, name, apps string, out backend.Outputs) *guestInstance {
-	return &guestInstance{g: g, desc: backend.Description{
+	return &guestInstance{g: g, ImageInstance: backend.ImageInstance{Files: g, Desc: backend.Description{
 		Name: name, Backend: "vm", Display: "inside the VM", Addr: g.Addr, TokenFile: g.TokenFile,
 		Instance: g.Name, Owner: "Lima instance " + g.Name, Home: g.Home, Apps: apps,
 		Outputs: out.InGuest("vm", g.Home), Started: time.Now().UTC(),
-	}}
+	}}}
 }
-
-func (i *guestInstance) Describe() backend.Description { return i.desc }
 
 // Status asks Lima whether the VM runs and agentd whether it is healthy.
 func (i *guestInstance) Status(ctx context.Context) backend.Status {
@@ -115,14 +102,3 @@ func (i *guestInstance) Down(ctx context.Context) error { return i.g.Down(ctx) }
 
 // Close does nothing: every call runs limactl afresh.
 func (i *guestInstance) Close() error { return nil }
-
-// ReadFile reads a file relative to the desktop user's home.
-func (i *guestInstance) ReadFile(ctx context.Context, rel string) ([]byte, error) {
-	file, err := backend.InHome(i.g.Home, rel)
-	if err != nil {
-		return nil, fmt.Errorf("vm guest %s: %w", i.g.Name, err)
-	}
-	return i.g.ReadFile(ctx, file)
-}
-
-func (i *guestInstance) Logs(ctx context.Context, n int) (string, error) { return i.g.Logs(ctx, n) }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/prereq"
 
 	"github.com/moby/moby/client"
@@ -61,7 +62,7 @@ func TestGuestDockerUpStatusDown(t *testing.T) {
 		t.Errorf("up output:\n%s", out)
 	}
 	st := a.status(name)
-	if !st.Running || st.Health != "ok" || st.Backend != "docker" || st.Instance != docker.InstanceName(name) {
+	if !st.Running || st.Health != "ok" || st.Backend != "docker" || st.Instance != backend.InstanceName(name) {
 		t.Fatalf("status of a running docker guest: %+v", st)
 	}
 	if out, err := a.run("guest", "up", "--backend", "docker", "--name", name); err == nil || !strings.Contains(out, "already running") {

@@ -145,3 +145,55 @@ func (o Outputs) InGuest(where, home string) Outputs {
 	}
 	return o
 }
+
+// InstanceName names a named guest's container or VM: "agentd-" and the
+// guest's name.
+func InstanceName(guestName string) string { return "agentd-" + guestName }
+
+// CheckImage is the Check of a backend that runs the guest image: its
+// agentd does not run with --code yet, and the desktop must be an
+// ImageDesktop. where names the guest ("a container", "a VM").
+func CheckImage(spec Spec, where string) error {
+	if spec.Code {
+		return ErrNoCode
+	}
+	if spec.Desktop != nil {
+		if _, ok := spec.Desktop.(ImageDesktop); !ok {
+			return fmt.Errorf("desktop %q cannot run in %s", spec.Desktop.Name(), where)
+		}
+	}
+	return nil
+}
+
+// ImageFiles is what a guest running the guest image offers for reading
+// back: files by absolute path in the guest, and its desktop's output.
+type ImageFiles interface {
+	ReadFile(ctx context.Context, file string) ([]byte, error)
+	Logs(ctx context.Context, n int) (string, error)
+}
+
+// ImageInstance is the part of an Instance that the backends running the
+// guest image share: its description, and files read relative to the
+// desktop user's home. Such a backend's instance embeds it and adds
+// Status, Down and Close.
+type ImageInstance struct {
+	Files ImageFiles
+	Desc  Description
+}
+
+// Describe returns Desc.
+func (i ImageInstance) Describe() Description { return i.Desc }
+
+// ReadFile reads a file relative to the desktop user's home (Desc.Home).
+func (i ImageInstance) ReadFile(ctx context.Context, rel string) ([]byte, error) {
+	file, err := InHome(i.Desc.Home, rel)
+	if err != nil {
+		return nil, fmt.Errorf("%s guest %s: %w", i.Desc.Backend, i.Desc.Instance, err)
+	}
+	return i.Files.ReadFile(ctx, file)
+}
+
+// Logs returns the desktop's last n lines of output.
+func (i ImageInstance) Logs(ctx context.Context, n int) (string, error) {
+	return i.Files.Logs(ctx, n)
+}
