@@ -14,9 +14,9 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/browser"
-	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
-	"github.com/agentd-dev/agentd/local"
+	"github.com/agentd-dev/agentd/guest/backend"
 )
 
 // Browser figure IDs.
@@ -91,7 +91,11 @@ func measureBrowser(ctx context.Context, o Options, size Size) (figs []Figure, e
 		return all(), nil
 	}
 	o.progress("%v: browser: starting a local guest with agentd --browser", size)
-	g, err := local.Up(ctx, local.Config{Width: size.W, Height: size.H, AgentdPath: o.AgentdPath, AgentdArgs: args})
+	lb, err := backend.Get("local")
+	if err != nil {
+		return nil, err
+	}
+	g, err := lb.Up(ctx, backend.Spec{Width: size.W, Height: size.H, AgentdPath: o.AgentdPath, AgentdArgs: args})
 	if err != nil {
 		return nil, fmt.Errorf("browser guest: %w", err)
 	}
@@ -100,11 +104,12 @@ func measureBrowser(ctx context.Context, o Options, size Size) (figs []Figure, e
 			err = downErr
 		}
 	}()
-	token, err := os.ReadFile(g.TokenFile)
+	desc := g.Describe()
+	token, err := os.ReadFile(desc.TokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("browser guest token: %w", err)
 	}
-	c, err := guest.Dial(ctx, g.Addr, strings.TrimSpace(string(token)))
+	c, err := guest.Dial(ctx, desc.Addr, strings.TrimSpace(string(token)))
 	if err != nil {
 		return nil, err
 	}
@@ -113,11 +118,11 @@ func measureBrowser(ctx context.Context, o Options, size Size) (figs []Figure, e
 	if err != nil {
 		return nil, err
 	}
-	form, err := exercise.NewRecordServer(filepath.Join(g.StateDir, "bench-records.jsonl"))
+	pickup, err := form.NewRecordServer(filepath.Join(desc.Home, "bench-records.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	defer form.Close()
+	defer pickup.Close()
 	large, err := serveLargePage()
 	if err != nil {
 		return nil, err
@@ -125,7 +130,7 @@ func measureBrowser(ctx context.Context, o Options, size Size) (figs []Figure, e
 	defer large.close()
 
 	o.progress("%v: browser: read_page, click, screenshot", size)
-	if _, err := d.Navigate(ctx, browser.NavigateArgs{URL: form.URL()}); err != nil {
+	if _, err := d.Navigate(ctx, browser.NavigateArgs{URL: pickup.URL()}); err != nil {
 		return nil, err
 	}
 	r, err := d.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})

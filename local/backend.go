@@ -120,6 +120,7 @@ type instance struct {
 // upIn starts a guest whose state and desktop live in work.
 func upIn(ctx context.Context, spec backend.Spec, work string) (*instance, error) {
 	cfg := Config{StateDir: filepath.Join(work, "desktop"), Width: spec.Width, Height: spec.Height, AgentdPath: spec.AgentdPath, KeepLogs: spec.KeepLogs}
+	cfg.AgentdArgs = append(cfg.AgentdArgs, spec.AgentdArgs...)
 	if spec.Code {
 		cfg.AgentdArgs = append(cfg.AgentdArgs, "--code")
 	}

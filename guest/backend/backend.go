@@ -141,6 +141,9 @@ type Spec struct {
 	// Code starts agentd with --code: Python code execution (local only
 	// so far).
 	Code bool
+	// AgentdArgs are more arguments for a local guest's agentd (the
+	// bench's --browser).
+	AgentdArgs []string
 	// Progress, if set, receives a line at a time while Up works: a first
 	// start of a container or VM takes minutes.
 	Progress func(string)

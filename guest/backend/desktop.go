@@ -157,6 +157,9 @@ func CheckImage(spec Spec, where string) error {
 	if spec.Code {
 		return ErrNoCode
 	}
+	if len(spec.AgentdArgs) > 0 {
+		return fmt.Errorf("agentd's arguments %q are for local guests: the guest image starts agentd itself", spec.AgentdArgs)
+	}
 	if spec.Desktop != nil {
 		if _, ok := spec.Desktop.(ImageDesktop); !ok {
 			return fmt.Errorf("desktop %q cannot run in %s", spec.Desktop.Name(), where)
