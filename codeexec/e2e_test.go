@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/wire"
@@ -36,10 +37,7 @@ type desk struct {
 func requirePIL(t *testing.T) {
 	t.Helper()
 	if err := exec.Command("/usr/bin/python3", "-I", "-c", "import PIL.Image").Run(); err != nil {
-		if os.Getenv("AGENTD_REQUIRE_X") != "" {
-			t.Fatalf("code execution needs /usr/bin/python3 with PIL (apt-get install python3 python3-pil): %v", err)
-		}
-		t.Skipf("missing prerequisite: /usr/bin/python3 with PIL (apt-get install python3 python3-pil): %v", err)
+		prereq.Missing(t, prereq.X, "code execution needs /usr/bin/python3 with PIL (apt-get install python3 python3-pil): %v", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/statedir"
 )
 
@@ -46,10 +47,7 @@ func TestLimaContract(t *testing.T) {
 // prerequisite of the contract test.
 func missingLima(t *testing.T, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("AGENTD_REQUIRE_LIMA") != "" {
-		t.Fatalf("missing prerequisite: "+format, args...)
-	}
-	t.Skipf("missing prerequisite: "+format+" (set AGENTD_REQUIRE_LIMA=1 to fail instead)", args...)
+	prereq.Missing(t, prereq.Lima, format, args...)
 }
 
 // limaToolsDir is $AGENTD_LIMA_DIR, else the first shared/tools/lima in
