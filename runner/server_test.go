@@ -370,3 +370,17 @@ func TestContextManagementPassedThrough(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPRequestOfAnUndeclaredServer: an approval request is bound to its
+// server; one from a server the run did not declare is never answered.
+func TestMCPRequestOfAnUndeclaredServer(t *testing.T) {
+	srv, url := respserver.Start(respserver.Items(respserver.MCPApprovalRequest("elsewhere", "delete_page", `{}`)), respserver.Final("done"))
+	t.Cleanup(srv.Close)
+	asked := false
+	r := NewRunner(openai.NewClient(option.WithBaseURL(url), option.WithAPIKey(testKey)))
+	_, err := r.Run(context.Background(), RunOptions{Model: "m", Input: "x", Tools: []Tool{declare(t, docsMCP)},
+		ApproveMCP: func(context.Context, MCPApprovalRequest) (any, error) { asked = true; return true, nil }})
+	if err == nil || !strings.Contains(err.Error(), `"mcp_approval_request"`) || asked || len(srv.Requests()) != 1 {
+		t.Fatalf("err = %v, asked %v, %d requests", err, asked, len(srv.Requests()))
+	}
+}
