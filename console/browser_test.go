@@ -2,8 +2,11 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image/color"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -290,7 +293,7 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Errorf("step 2 %s = %v, want %v", k, got[k], v)
 		}
 	}
-	if a, _ := got["approval"].(string); !strings.Contains(a, "malicious_instructions") || !strings.Contains(a, "approved on the terminal") {
+	if a, _ := got["approval"].(string); !strings.Contains(a, "malicious_instructions") || !strings.Contains(a, "approved on the terminal") || !strings.Contains(a, "by the console") {
 		t.Errorf("approval shown as %q", a)
 	}
 	run(t, ctx, chromedp.Click("#next"))
@@ -307,5 +310,80 @@ func TestConsoleInChromium(t *testing.T) {
 		if err := os.WriteFile(file, png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Approvals in the page: "Approve" approves, "Deny" refuses, and a page
+// that goes away answers nothing — the question waits until its context
+// ends. An answer must come from the page's own origin.
+func TestConsoleApprovalsInChromium(t *testing.T) {
+	s := startConsole(t, Config{RunsDir: t.TempDir()})
+	ctx := headless(t)
+	run(t, ctx, chromedp.Navigate(s.URL()))
+	ask := func(askCtx context.Context) chan error {
+		res := make(chan error, 1)
+		go func() {
+			ok, err := s.Ask(askCtx, Question{Kind: "safety_checks", CallID: "call_7", Actions: []string{"click left (10,20)"}, Checks: []string{"malicious_instructions: check"}})
+			if err == nil && !ok {
+				err = errors.New("refused")
+			}
+			res <- err
+		}()
+		return res
+	}
+	for _, c := range []struct {
+		button string
+		want   string
+	}{{"approve", "<nil>"}, {"deny", "refused"}} {
+		res := ask(context.Background())
+		run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question button.`+c.button+`') !== null`))
+		if text := run(t, ctx, chromedp.Text("li.question")); !strings.Contains(text, "click left (10,20)") || !strings.Contains(text, "malicious_instructions") {
+			t.Fatalf("the question shows %q", text)
+		}
+		run(t, ctx, chromedp.Click("li.question button."+c.button))
+		if err := <-res; fmt.Sprint(err) != c.want {
+			t.Fatalf("%s: Ask returned %v", c.button, err)
+		}
+		run(t, ctx, chromedp.Poll[bool](`document.querySelector('#questions').hidden`))
+	}
+
+	// The page goes away: nothing answers; the question is withdrawn
+	// when its context ends.
+	askCtx, cancel := context.WithCancel(context.Background())
+	res := ask(askCtx)
+	run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question') !== null`))
+	run(t, ctx, chromedp.Navigate("about:blank"))
+	select {
+	case err := <-res:
+		t.Fatalf("answered without the page: %v", err)
+	case <-time.After(time.Second):
+	}
+	var id string
+	for range 50 {
+		if qs := s.pendingIDs(); len(qs) == 1 {
+			id = qs[0]
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c := client(t)
+	c.Jar.SetCookies(&url.URL{Scheme: "http", Host: s.Addr()}, []*http.Cookie{{Name: cookieName, Value: s.auth.cookie}})
+	for _, origin := range []string{"", "http://attacker.example"} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+s.Addr()+"/api/questions/"+id, strings.NewReader("approve"))
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusForbidden {
+			t.Fatalf("an answer with Origin %q: %v %v", origin, r, err)
+		}
+	}
+	cancel()
+	if err := <-res; !errors.Is(err, ErrNotAnswered) {
+		t.Fatalf("a withdrawn question: %v", err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+s.Addr()+"/api/questions/"+id, strings.NewReader("approve"))
+	req.Header.Set("Origin", "http://"+s.Addr())
+	if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusConflict {
+		t.Fatalf("an answer to a withdrawn question: %v %v", r, err)
 	}
 }

@@ -61,6 +61,8 @@ type Server struct {
 	host string // the Host header every request must carry
 	auth auth
 
+	questions questions
+
 	// live ends every live-view relay when the console closes.
 	live    context.Context
 	endLive context.CancelFunc
@@ -128,6 +130,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/runs/{id}", s.serveRun)
 	mux.HandleFunc("GET /api/runs/{id}/{file}", s.serveRunFile)
 	mux.HandleFunc("GET /live", s.serveLive)
+	mux.HandleFunc("GET /api/questions", s.serveQuestions)
+	mux.HandleFunc("POST /api/questions/{id}", s.serveAnswer)
 	return s.secure(mux)
 }
 

@@ -186,7 +186,8 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 		step     *Step
 		lastShot *Shot
 		n        int
-		asked    = map[string]int{} // call id + kind → index in the step's approvals
+		asked    = map[string]int{}    // call id + kind → index in the step's approvals
+		by       = map[string]string{} // call id + kind → who answered (agentctl's note)
 	)
 	stepOf := func(l *line) *Step {
 		if step == nil || (l.Step != 0 && l.Step != step.N) {
@@ -249,6 +250,9 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 			if l.Kind == "approval_answered" {
 				a := &st.Approvals[i]
 				a.Answered, a.Approved, a.Reason, a.By = true, l.Approval.Approved, l.Approval.Reason, l.Approval.By
+				if who := by[l.CallID+"\x00"+l.Approval.Kind]; who != "" && a.By == "" {
+					a.By = who
+				}
 			}
 		case "action":
 			if l.Action == nil {
@@ -267,6 +271,17 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 			st.Screenshots = append(st.Screenshots, sh)
 			if sh.File != "" {
 				lastShot = &st.Screenshots[len(st.Screenshots)-1]
+			}
+		case "approval_by":
+			// agentctl notes who answered just before the runner records
+			// the answer.
+			var note struct {
+				CallID string `json:"call_id"`
+				Kind   string `json:"kind"`
+				By     string `json:"by"`
+			}
+			if json.Unmarshal(l.Data, &note) == nil {
+				by[note.CallID+"\x00"+note.Kind] = note.By
 			}
 		case "code":
 			stepOf(&l).Codes++

@@ -60,6 +60,7 @@ func writeRunShots(t testing.TB, runs, id string, shot1, shot2 []byte) {
 	ev(runner.Event{Kind: runner.EventResponse, Step: 2, ResponseID: "resp_2", CallIDs: []string{"call_2"}, Duration: runner.Duration(time.Second), Usage: usage})
 	checks := []runner.SafetyCheck{{ID: "sc_1", Code: "malicious_instructions", Message: "check the page"}}
 	ev(runner.Event{Kind: runner.EventApprovalAsked, Step: 2, CallID: "call_2", Approval: &runner.ApprovalEvent{Kind: runner.ApprovalSafetyChecks, Index: -1, Checks: checks}})
+	rec.Note("approval_by", map[string]any{"call_id": "call_2", "kind": runner.ApprovalSafetyChecks, "by": "the console", "approved": true})
 	ev(runner.Event{Kind: runner.EventApprovalAnswered, Step: 2, CallID: "call_2", Approval: &runner.ApprovalEvent{Kind: runner.ApprovalSafetyChecks, Index: -1, Checks: checks, Approved: true, Reason: "approved on the terminal"}})
 	for i, s := range []string{"click left (640,400)", "drag (100,100)→(300,200) 5 points", "type 12 chars", "scroll (640,400) by (0,300)"} {
 		ev(runner.Event{Kind: runner.EventAction, Step: 2, CallID: "call_2", Duration: runner.Duration(3 * time.Millisecond),
@@ -97,7 +98,7 @@ func TestReadRunCurrentVersion(t *testing.T) {
 	if st.Shown == nil || st.Shown.File != "step-001.png" || st.Shown.Width != 1280 {
 		t.Fatalf("step 2 is drawn on %+v, want step-001.png (what the model saw)", st.Shown)
 	}
-	if len(st.Approvals) != 1 || !st.Approvals[0].Answered || !st.Approvals[0].Approved || st.Approvals[0].Checks[0] != "malicious_instructions (sc_1)" {
+	if len(st.Approvals) != 1 || !st.Approvals[0].Answered || !st.Approvals[0].Approved || st.Approvals[0].Checks[0] != "malicious_instructions (sc_1)" || st.Approvals[0].By != "the console" {
 		t.Fatalf("approvals %+v", st.Approvals)
 	}
 	wantMarks := []Mark{

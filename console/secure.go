@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+	"strings"
 	"sync"
 )
 
@@ -71,8 +72,16 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			s.refuse(w, r, http.StatusMethodNotAllowed, "the console is read-only")
-			return
+			// The only thing the page sends is an answer, and only from
+			// the page itself: its own Origin must be there.
+			if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/api/questions/") {
+				s.refuse(w, r, http.StatusMethodNotAllowed, "the console only takes answers to its questions")
+				return
+			}
+			if r.Header.Get("Origin") != origin {
+				s.refuse(w, r, http.StatusForbidden, "an answer must come from the console's own page")
+				return
+			}
 		}
 		if r.URL.Path == "/login" {
 			s.login(w, r)

@@ -121,8 +121,9 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 		"task": task, "model": *model, "guest": g.addr, "max_steps": *maxSteps, "api": apiEndpoint(),
 	})
 	fmt.Fprintf(stdout, "run record: %s\n", dir)
+	var srv *console.Server
 	if *withConsole {
-		srv, err := console.Start(console.Config{RunsDir: *recordDir, CurrentRun: filepath.Base(dir),
+		srv, err = console.Start(console.Config{RunsDir: *recordDir, CurrentRun: filepath.Base(dir),
 			Guest: &console.Guest{Addr: g.addr, Token: token}})
 		if err != nil {
 			return err
@@ -132,13 +133,17 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 	}
 
 	approver := runner.NewTerminalApprover(stdin, stderr)
+	approve := approver.ApproveSafetyChecks
+	if srv != nil {
+		approve = approveEither(srv, approver, runner.IsTerminal(stdin), rec, stderr)
+	}
 	show := progress{w: stdout}
 	opts := runner.RunOptions{
 		Model:    *model,
 		Input:    task,
 		MaxSteps: *maxSteps,
 		CallOptions: runner.CallOptions{
-			ApproveSafetyChecks: approver.ApproveSafetyChecks,
+			ApproveSafetyChecks: approve,
 			OnEvent: func(e runner.Event) {
 				rec.Event(e)
 				show.event(e)

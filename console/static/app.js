@@ -251,6 +251,46 @@ function marks(shot, acts) {
   return s;
 }
 
+// ---- questions ----------------------------------------------------------
+
+// Questions the run waits for. Only a click answers one; closing the page
+// answers nothing, and the run keeps waiting (or times out).
+async function pollQuestions() {
+  try {
+    const data = await getJSON('/api/questions');
+    const list = $('#question-list');
+    const ids = data.questions.map((q) => q.id).join(',');
+    if (list.dataset.ids !== ids) {
+      list.dataset.ids = ids;
+      list.replaceChildren(...data.questions.map(questionItem));
+    }
+    $('#questions').hidden = data.questions.length === 0;
+  } catch (err) {
+    // The console went away; try again.
+  }
+  setTimeout(pollQuestions, 500);
+}
+
+function questionItem(q) {
+  const li = el('li', 'approval question');
+  li.dataset.id = q.id;
+  li.append(el('div', '', `${q.kind.replaceAll('_', ' ')} for call ${q.call_id}`));
+  if (q.checks && q.checks.length) li.append(el('div', 'bad', 'Checks: ' + q.checks.join('; ')));
+  if (q.actions && q.actions.length) li.append(el('div', '', 'It would run: ' + q.actions.join(', ')));
+  const answer = async (word, button) => {
+    button.disabled = true;
+    const r = await fetch('/api/questions/' + encodeURIComponent(q.id), { method: 'POST', body: word, credentials: 'same-origin' });
+    li.append(el('div', r.ok ? 'muted' : 'bad', r.ok ? `answered: ${word}` : await r.text()));
+  };
+  const yes = el('button', 'approve', 'Approve');
+  const no = el('button', 'deny', 'Deny');
+  yes.type = no.type = 'button';
+  yes.addEventListener('click', () => answer('approve', yes));
+  no.addEventListener('click', () => answer('deny', no));
+  li.append(yes, document.createTextNode(' '), no);
+  return li;
+}
+
 // ---- routing ------------------------------------------------------------
 
 function showError(err) {
@@ -278,4 +318,5 @@ $('#next').addEventListener('click', () => { replay.pos = Math.min(replay.run.st
 $('#all').addEventListener('click', () => { replay.pos = -1; drawSteps(); });
 window.addEventListener('hashchange', route);
 startLive();
+pollQuestions();
 route();

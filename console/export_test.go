@@ -1,0 +1,12 @@
+package console
+
+// pendingIDs lists the ids of the questions waiting for an answer.
+func (s *Server) pendingIDs() []string {
+	s.questions.mu.Lock()
+	defer s.questions.mu.Unlock()
+	ids := make([]string, len(s.questions.pending))
+	for i, q := range s.questions.pending {
+		ids[i] = q.ID
+	}
+	return ids
+}
