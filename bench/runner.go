@@ -58,7 +58,8 @@ func (b *sizeBench) measureRunner(ctx context.Context) (Figure, error) {
 	defer b.client.SetView(nativeView)
 	turns := []respserver.Turn{respserver.Call(`{"type":"screenshot"}`)}
 	for i := range runnerSteps {
-		x, y := 100+i*7, 100+i*5
+		// Wrapped so every point stays inside the smallest bench screen (800×600).
+		x, y := 100+(i*7)%400, 100+(i*5)%300
 		turns = append(turns, respserver.Call(
 			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x, y),
 			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+20, y+10),
