@@ -6,12 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/respserver"
@@ -94,14 +90,11 @@ func driveCode(ctx context.Context, addr, tokenFile string, out io.Writer, cfg R
 	if err != nil {
 		return err
 	}
-	model, baseURL := respserver.Start(turns...)
-	defer model.Close()
-	api := openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey("no-key-needed"))
-	record, err := runner.CreateRecord(filepath.Join(cfg.RecordDir, time.Now().Format("20060102-150405")+"-exercise-code"))
+	model, api, record, err := startScripted(turns, cfg, "-exercise-code", rep)
 	if err != nil {
 		return err
 	}
-	rep.RecordDir = record.Dir()
+	defer model.Close()
 
 	var bad []string
 	var lastRequest time.Time

@@ -139,6 +139,21 @@ func results(ctx context.Context, files backend.FileReader) ([]form.Record, []by
 	return recs, note, nil
 }
 
+// startScripted starts the scripted model serving turns, points the real
+// SDK at it and creates the run record (its folder's name ends in suffix).
+func startScripted(turns []respserver.Turn, cfg RunConfig, suffix string, rep *Report) (*respserver.Server, openai.Client, *runner.Record, error) {
+	model, baseURL := respserver.Start(turns...)
+	// No API key is needed, but the SDK insists on one: a placeholder.
+	api := openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey("no-key-needed"))
+	record, err := runner.CreateRecord(filepath.Join(cfg.RecordDir, time.Now().Format("20060102-150405")+suffix))
+	if err != nil {
+		model.Close()
+		return nil, api, nil, err
+	}
+	rep.RecordDir = record.Dir()
+	return model, api, record, nil
+}
+
 // drive runs the scripted model against the guest through the runner.
 func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunConfig, rep *Report) error {
 	client, err := dialView(ctx, addr, tokenFile)
@@ -151,17 +166,11 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 	if err != nil {
 		return err
 	}
-	model, baseURL := respserver.Start(turns...)
-	defer model.Close()
-	// The real SDK, pointed at the scripted model: no API key is needed,
-	// but the SDK insists on one, so it gets a placeholder.
-	api := openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey("no-key-needed"))
-
-	record, err := runner.CreateRecord(filepath.Join(cfg.RecordDir, time.Now().Format("20060102-150405")+"-exercise"))
+	model, api, record, err := startScripted(turns, cfg, "-exercise", rep)
 	if err != nil {
 		return err
 	}
-	rep.RecordDir = record.Dir()
+	defer model.Close()
 
 	var mu sync.Mutex
 	var lastRequest time.Time // a step runs from its request to the next
