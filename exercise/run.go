@@ -9,6 +9,7 @@ package exercise
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -172,14 +173,19 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 	}
 	defer model.Close()
 
+	lookup, err := LookupPickup()
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	var lastRequest time.Time // a step runs from its request to the next
 	toolset := runner.New(api, client, runner.WithName("exercise"))
 	defer toolset.Close()
 	res, runErr := toolset.Run(ctx, runner.RunOptions{
 		Model:    "computer-use-exercise",
-		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile, then note it in the editor and save.",
+		Input:    "Look up booking " + PickupReference + " with lookup_pickup, book its pickup in the form (name, date, slot, fragile), then note it in the editor and save.",
 		MaxSteps: len(turns) + 1,
+		Tools:    []runner.Tool{lookup},
 		CallOptions: runner.CallOptions{
 			ApproveSafetyChecks: func(_ context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
 				// Approve exactly the check this exercise expects, nothing else.
@@ -211,6 +217,8 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 					fmt.Fprintf(out, "step %d/%d\n", ev.Step, ev.MaxSteps)
 				case runner.EventAction:
 					rep.Actions++
+				case runner.EventFunction:
+					fmt.Fprintf(out, "  function %s on %s: %s\n", ev.Function.Name, ev.CallID, map[bool]string{true: "answered", false: "failed"}[ev.Function.Error == ""])
 				case runner.EventScreenshot:
 					if s := ev.Screenshot; s != nil {
 						fmt.Fprintf(out, "  screenshot %d×%d, %d bytes\n", s.Transform.Image.W, s.Transform.Image.H, s.Bytes)
@@ -226,7 +234,22 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 	if err := finish(out, record, model, res, runErr, rep); err != nil {
 		return err
 	}
+	if err := checkLookupAnswered(model); err != nil {
+		return err
+	}
 	return checkAcknowledged(model)
+}
+
+// checkLookupAnswered proves the host function ran and its answer reached
+// the API: a request carried a function_call_output with the pickup's name.
+func checkLookupAnswered(model *respserver.Server) error {
+	name, _ := json.Marshal(PickupName)
+	for _, r := range model.Requests() {
+		if r.Status == 200 && bytes.Contains(r.Body, []byte(`"function_call_output"`)) && bytes.Contains(r.Body, bytes.Trim(name, `"`)) {
+			return nil
+		}
+	}
+	return errors.New("exercise: no request carried lookup_pickup's answer")
 }
 
 // dialView connects to the guest's agentd with the model's view.

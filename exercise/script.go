@@ -1,11 +1,13 @@
 package exercise
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -17,6 +19,30 @@ const (
 	// NoteText is typed into the editor and must be saved byte for byte.
 	NoteText = "Pickup booked for Zoë Ñúñez-Łukasz.\nSlot: Afternoon, fragile ✓\nThanks — the agentd exercise\n"
 )
+
+// PickupReference is the booking the task names; LookupPickup returns its
+// details, which the model then enters in the form.
+const PickupReference = "PU-1042"
+
+// LookupName is the host function the model calls first.
+const LookupName = "lookup_pickup"
+
+type lookupArgs struct {
+	Reference string `json:"reference" jsonschema:"the booking reference, for example PU-1042"`
+}
+
+// LookupPickup is the exercise's host function: the pickup details of a
+// booking, as JSON text, for the model to fill the form with.
+func LookupPickup() (*runner.Function, error) {
+	return runner.NewFunction(LookupName, "Look up the pickup details (name, date, slot, fragile) of a booking.",
+		func(_ context.Context, a lookupArgs) (runner.Output, error) {
+			if a.Reference != PickupReference {
+				return runner.Text(`{"error":"no such booking"}`), nil
+			}
+			return runner.Text(mustJSON(map[string]any{"reference": a.Reference, "name": PickupName,
+				"date": PickupDate, "slot": PickupSlot, "fragile": true})), nil
+		})
+}
 
 // ModelView is what the scripted model sees: the 1440×900 screen fitted
 // into 1280×800, so every coordinate goes through the scaling path.
@@ -55,9 +81,10 @@ func Script() ([]respserver.Turn, error) {
 	image := scaling.Size{W: t.Image.W, H: t.Image.H}
 
 	turns := []respserver.Turn{
-		// Look first, as models do.
-		respserver.Call(`{"type":"screenshot"}`),
-		// Fill the form.
+		// Ask the host for the booking's details, and look, as models do.
+		respserver.Items(respserver.FunctionCall(LookupName, `{"reference":"`+PickupReference+`"}`),
+			respserver.ComputerCall(`{"type":"screenshot"}`)),
+		// Fill the form with what the lookup returned.
 		respserver.Call(
 			click(desktop.NameFieldX, desktop.NameFieldY), typ(PickupName),
 			click(desktop.DateFieldX, desktop.DateFieldY), typ(PickupDate),

@@ -35,7 +35,7 @@ func TestScriptIsValidModelOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(turns[2].SafetyChecks) != 1 || turns[len(turns)-1].Message == "" {
+	if len(turns[2].SafetyChecks) != 1 || turns[0].Items[0]["name"] != LookupName || turns[len(turns)-1].Message == "" {
 		t.Fatalf("script shape: %+v", turns)
 	}
 	for i, turn := range turns {
