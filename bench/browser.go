@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/browser"
+	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
@@ -32,17 +33,12 @@ const (
 )
 
 // browserArgs are agentd's flags for the browser, or why it cannot be
-// measured. As root, Chromium (which refuses root with its sandbox on)
-// runs as nobody.
+// measured.
 func browserArgs() (args []string, missing string) {
 	if _, err := exec.LookPath("chromium"); err != nil {
 		return nil, "not measured: needs Debian's chromium"
 	}
-	args = []string{"--browser"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--browser-user", "nobody")
-	}
-	return args, ""
+	return browserrpc.LocalAgentdArgs(), ""
 }
 
 // largePage is a page of largeControls labelled controls: text fields,

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/agentd-dev/agentd/browser"
 )
@@ -215,4 +216,14 @@ type Server struct {
 // Call runs one call with Serve.
 func (s Server) Call(ctx context.Context, member string, args json.RawMessage) (json.RawMessage, error) {
 	return Serve(ctx, s.Driver, member, args)
+}
+
+// LocalAgentdArgs are the flags that make a local agentd start its
+// browser: --browser, and when agentd runs as root (Chromium refuses root
+// with its sandbox on) --browser-user nobody.
+func LocalAgentdArgs() []string {
+	if os.Geteuid() == 0 {
+		return []string{"--browser", "--browser-user", "nobody"}
+	}
+	return []string{"--browser"}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
@@ -46,6 +47,10 @@ type RunConfig struct {
 	// Code runs the exercise in code mode: the scripted model writes
 	// Python (exec_py) instead of computer calls; local guests only.
 	Code bool
+	// Browser runs the exercise in browser mode: the scripted model fills
+	// the form through the browser toolset on agentd's Chromium, and only
+	// the form's record is verified (there is no note); local guests only.
+	Browser bool
 }
 
 // Report is what an exercise run did and found.
@@ -59,6 +64,8 @@ type Report struct {
 	RunTime      time.Duration // the runner's run alone
 	Total        time.Duration // up → verified → down
 	BeforeAction int           // actions BeforeAction approved
+	// Browser: a browser-mode run, which has no note to check.
+	Browser bool
 }
 
 // Run starts an exercise guest on cfg.Backend, lets the scripted model
@@ -83,10 +90,14 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		return nil, err
 	}
 	fmt.Fprintf(out, "starting the exercise desktop in a %s guest (Xvfb, openbox, the form, Firefox ESR, mousepad, agentd)…\n", b.Name())
-	g, err := b.Up(ctx, backend.Spec{
+	spec := backend.Spec{
 		Width: desktop.ScreenWidth, Height: desktop.ScreenHeight, Desktop: desktop.Apps, AgentdPath: cfg.AgentdPath, Code: cfg.Code,
 		Progress: func(line string) { fmt.Fprintf(out, "  %s\n", line) },
-	})
+	}
+	if cfg.Browser {
+		spec.AgentdArgs = browserrpc.LocalAgentdArgs()
+	}
+	g, err := b.Up(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("exercise: guest up: %w", err)
 	}
@@ -105,6 +116,25 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		return rep, fmt.Errorf("exercise: a %s guest cannot read its results back", d.Backend)
 	}
 
+	if cfg.Browser {
+		rep.Browser = true
+		if err := driveBrowser(ctx, d.Addr, d.TokenFile, d.FormURL, out, cfg, rep); err != nil {
+			return rep, err
+		}
+		data, err := files.ReadFile(ctx, desktop.RemoteRecords)
+		if err != nil {
+			return rep, fmt.Errorf("exercise: read records: %w", err)
+		}
+		recs, err := form.ParseRecords(data, desktop.RemoteRecords)
+		if err != nil {
+			return rep, err
+		}
+		if problems := checkRecords(recs); len(problems) > 0 {
+			return rep, mismatch(problems)
+		}
+		rep.Total = time.Since(start)
+		return rep, nil
+	}
 	drives := drive
 	if cfg.Code {
 		drives = driveCode
@@ -295,6 +325,23 @@ func checkAcknowledged(model *respserver.Server) error {
 }
 
 func verify(recs []form.Record, note []byte) error {
+	problems := checkRecords(recs)
+	if string(note) != NoteText {
+		problems = append(problems, fmt.Sprintf("saved note is %q, want %q", note, NoteText))
+	}
+	if len(problems) > 0 {
+		return mismatch(problems)
+	}
+	return nil
+}
+
+func mismatch(problems []string) error {
+	return fmt.Errorf("exercise: the desktop does not show what the model did:\n  %s", strings.Join(problems, "\n  "))
+}
+
+// checkRecords says how the records differ from the one booking the model
+// made.
+func checkRecords(recs []form.Record) []string {
 	var problems []string
 	if len(recs) != 1 {
 		problems = append(problems, fmt.Sprintf("want exactly 1 record, found %d", len(recs)))
@@ -313,18 +360,16 @@ func verify(recs []form.Record, note []byte) error {
 			problems = append(problems, "record is not marked fragile")
 		}
 	}
-	if string(note) != NoteText {
-		problems = append(problems, fmt.Sprintf("saved note is %q, want %q", note, NoteText))
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("exercise: the desktop does not show what the model did:\n  %s", strings.Join(problems, "\n  "))
-	}
-	return nil
+	return problems
 }
 
 // Print writes the report.
 func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "\nexercise passed: the record and the saved note match what the model typed\n")
+	if r.Browser {
+		fmt.Fprintf(w, "\nexercise passed: the record matches what the model entered; the lookalike host was refused\n")
+	} else {
+		fmt.Fprintf(w, "\nexercise passed: the record and the saved note match what the model typed\n")
+	}
 	fmt.Fprintf(w, "  steps            %d (API requests), %d actions, %d before_action approvals\n", r.Steps, r.Actions, r.BeforeAction)
 	var parts []string
 	for i, d := range r.StepTimes {

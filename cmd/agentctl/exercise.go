@@ -20,15 +20,18 @@ func runExercise(ctx context.Context, args []string) error {
 	where := fs.String("guest", "local", "where the exercise desktop runs: local, docker (a fresh container) or vm (a fresh Lima VM); removed afterwards")
 	recordDir := fs.String("record-dir", "runs", "parent folder of the run record")
 	agentdPath := fs.String("agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")
-	mode := fs.String("mode", "computer", "computer: the scripted model uses the computer tool; code: it writes Python (exec_py, local guest)")
+	mode := fs.String("mode", "computer", "computer: the scripted model uses the computer tool; code: it writes Python (exec_py, local guest); browser: it fills the form through the browser toolset on agentd's Chromium (local guest)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if *mode != "computer" && *mode != "code" {
-		return fmt.Errorf("--mode %q: use computer or code", *mode)
+	if *mode != "computer" && *mode != "code" && *mode != "browser" {
+		return fmt.Errorf("--mode %q: use computer, code or browser", *mode)
+	}
+	if *mode == "browser" && *where != "local" {
+		return fmt.Errorf("--mode browser is for --guest local so far: the guest image does not start agentd with --browser yet")
 	}
 	b, err := backend.Get(*where)
 	if err != nil {
@@ -37,7 +40,8 @@ func runExercise(ctx context.Context, args []string) error {
 	if err := b.Check(backend.Spec{Desktop: exdesktop.Apps, Code: *mode == "code"}); err != nil {
 		return err
 	}
-	cfg := exercise.RunConfig{Out: os.Stdout, RecordDir: *recordDir, Backend: b.Name(), AgentdPath: *agentdPath, Code: *mode == "code"}
+	cfg := exercise.RunConfig{Out: os.Stdout, RecordDir: *recordDir, Backend: b.Name(), AgentdPath: *agentdPath, Code: *mode == "code",
+		Browser: *mode == "browser"}
 	rep, err := exercise.Run(ctx, cfg)
 	if err != nil {
 		if rep != nil && rep.RecordDir != "" {

@@ -51,9 +51,11 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	viewSize := fs.String("view", "1280x800", "the model sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
 	network := fs.Bool("network", false, "with --guest docker: give the container a network (default none)")
 	withConsole := fs.Bool("console", false, "serve the console for this run (the desktop live, the steps) and print its one-time URL")
-	mode := fs.String("mode", "computer", "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code)")
+	mode := fs.String("mode", "computer", "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code); browser: the browser toolset on the guest's Chromium (agentd --browser)")
+	var origins originList
+	fs.Var(&origins, "allow-origin", "with --mode browser: an origin the model may navigate to (scheme://host[:port]); repeat for more")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
+		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
 --guest docker runs it in a fresh container (Firefox ESR and Mousepad, no
@@ -78,8 +80,10 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 		return fmt.Errorf("--max-steps is %d; it must be at least 1", *maxSteps)
 	case os.Getenv("OPENAI_API_KEY") == "":
 		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
-	case *mode != "computer" && *mode != "code":
-		return fmt.Errorf("--mode %q: use computer or code", *mode)
+	case *mode != "computer" && *mode != "code" && *mode != "browser":
+		return fmt.Errorf("--mode %q: use computer, code or browser", *mode)
+	case len(origins) > 0 && *mode != "browser":
+		return errors.New("--allow-origin is for --mode browser")
 	}
 	fresh, err := backend.Get(g.addr)
 	if err != nil && *network {
@@ -153,9 +157,12 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 	}
 	var res *runner.RunResult
 	var runErr error
-	if *mode == "code" {
+	switch *mode {
+	case "code":
 		res, runErr = runCode(ctx, conn, opts)
-	} else {
+	case "browser":
+		res, runErr = runBrowser(ctx, conn, origins, approver.Ask, opts)
+	default:
 		ts := runner.New(openai.NewClient(), conn)
 		defer ts.Close()
 		res, runErr = ts.Run(ctx, opts)

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/internal/browsertest"
+	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner"
+)
+
+// Browser mode against the real agentd --browser: the model navigates to
+// the allowed form and reads it; each change is asked, with what and
+// where; a navigation elsewhere is refused without asking.
+func TestRunBrowserMode(t *testing.T) {
+	c := browsertest.StartGuest(t)
+	srv := browsertest.FormServer(t)
+	call := func(id, name string, args map[string]any) respserver.Item {
+		raw, _ := json.Marshal(args)
+		it := respserver.FunctionCall(name, string(raw))
+		it["call_id"] = id
+		return it
+	}
+	model, base := respserver.Start(
+		respserver.Items(call("c1", "navigate", map[string]any{"url": srv.URL(), "tab_id": nil})),
+		respserver.Items(call("c2", "navigate", map[string]any{"url": "https://example.com/", "tab_id": nil})),
+		respserver.Items(call("c3", "read_page", map[string]any{"filter": "interactive", "tab_id": nil})),
+		respserver.Final("The form has a Name field."),
+	)
+	defer model.Close()
+	t.Setenv("OPENAI_BASE_URL", base)
+	t.Setenv("OPENAI_API_KEY", "test")
+
+	var asked []string
+	ask := func(_ context.Context, q string) (bool, error) {
+		asked = append(asked, q)
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := runBrowser(ctx, c, []string{browsertest.Origin(srv)}, ask, runner.RunOptions{Model: "test", Input: "read the form", MaxSteps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res.FinalMessage != "The form has a Name field." {
+		t.Errorf("final message %q", res.FinalMessage)
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0], "navigate") || !strings.Contains(asked[0], srv.URL()) {
+		t.Errorf("asked %q, want one question about the navigation to the form", asked)
+	}
+}
+
+func TestBrowserModeNeedsOrigins(t *testing.T) {
+	if _, err := browserToolset(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "--allow-origin") {
+		t.Errorf("error %v, want one naming --allow-origin", err)
+	}
+	if _, err := browserToolset(nil, []string{"https://example.com/path"}, nil); err == nil {
+		t.Error("an origin with a path was accepted")
+	}
+}

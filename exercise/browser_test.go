@@ -1,0 +1,47 @@
+package exercise
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
+)
+
+// TestBrowserModeExercise runs the exercise in browser mode on a local
+// guest: the scripted model reads the form through agentd's Chromium,
+// fills and submits it with confirmed type, select_option and click calls,
+// and its navigation to a lookalike host is refused by the URL policy; the
+// record is checked as in the other modes.
+func TestBrowserModeExercise(t *testing.T) {
+	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad", "chromium")
+	if testing.Short() {
+		t.Skip("requires a full run: starts Firefox and Chromium (skipped with -short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	rep, err := Run(ctx, RunConfig{Out: &out, RecordDir: t.TempDir(), AgentdPath: agentdtest.Binary(t), Browser: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	// navigate, read_page, five changes, the refused navigate; every change
+	// and the allowed navigate confirmed.
+	if rep.Steps != 5 || rep.Actions != 8 || rep.BeforeAction != 6 {
+		t.Fatalf("steps %d, browser calls %d, confirms %d; want 5, 8, 6\n%s", rep.Steps, rep.Actions, rep.BeforeAction, out.String())
+	}
+	if !strings.Contains(out.String(), "evil.test") || !strings.Contains(out.String(), "allowed=false") {
+		t.Errorf("the lookalike navigation was not refused by the policy:\n%s", out.String())
+	}
+}
+
+// The lookalike host starts like the form's and is another host.
+func TestLookalike(t *testing.T) {
+	got, err := lookalike("http://127.0.0.1:8080/")
+	if err != nil || got != "http://127.0.0.1.evil.test:8080/" {
+		t.Fatalf("lookalike = %q, %v", got, err)
+	}
+}
