@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
@@ -25,6 +27,8 @@ import (
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/wire"
 )
 
@@ -385,5 +389,70 @@ func TestConsoleApprovalsInChromium(t *testing.T) {
 	req.Header.Set("Origin", "http://"+s.Addr())
 	if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusConflict {
 		t.Fatalf("an answer to a withdrawn question: %v %v", r, err)
+	}
+}
+
+// A scripted run whose click carries a pending safety check, answered in
+// the page: Approve lets the click reach the desktop (X event recorder);
+// Deny stops the run with nothing executed.
+func TestConsoleApprovesARealRun(t *testing.T) {
+	d := startDesktop(t)
+	s := startConsole(t, Config{RunsDir: t.TempDir()})
+	ctx := headless(t)
+	run(t, ctx, chromedp.Navigate(s.URL()))
+
+	for _, button := range []string{"approve", "deny"} {
+		d.rec.Clear()
+		turn := respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`)
+		turn.SafetyChecks = []respserver.SafetyCheck{{ID: "sc_1", Code: "malicious_instructions", Message: "check"}}
+		model, base := respserver.Start(respserver.Call(`{"type":"screenshot"}`), turn, respserver.Turn{Message: "done"})
+		c, err := guest.Dial(context.Background(), d.addr, d.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+		ts := runner.New(openai.NewClient(option.WithBaseURL(base), option.WithAPIKey("test")), c)
+		runCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		done := make(chan error, 1)
+		go func() {
+			_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
+				ApproveSafetyChecks: func(ctx context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
+					return s.Ask(ctx, Question{Kind: runner.ApprovalSafetyChecks, CallID: call.CallID, Actions: []string{call.Actions[0].String()}})
+				},
+			}})
+			done <- err
+		}()
+		run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question button.`+button+`') !== null`, chromedp.WithPollingTimeout(30*time.Second)))
+		run(t, ctx, chromedp.Click("li.question button."+button))
+		err = <-done
+		run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question') === null`))
+		cancel()
+		ts.Close()
+		c.Close()
+		model.Close()
+		d.rec.Sync(t)
+		var clicks []xrecorder.Event
+		for _, e := range d.rec.Events() {
+			if e.Kind == xrecorder.ButtonPress {
+				clicks = append(clicks, e)
+			}
+		}
+		switch button {
+		case "approve":
+			if err != nil {
+				t.Fatalf("approved run: %v", err)
+			}
+			if len(clicks) != 1 || clicks[0].X != 720 || clicks[0].Y != 450 {
+				t.Fatalf("approved click reached the desktop as %v, want one press at (720,450)", clicks)
+			}
+		case "deny":
+			var refusal *runner.ApprovalError
+			if !errors.As(err, &refusal) {
+				t.Fatalf("denied run ended with %v, want an approval refusal", err)
+			}
+			if len(clicks) != 0 {
+				t.Fatalf("a denied call reached the desktop: %v", clicks)
+			}
+		}
 	}
 }
