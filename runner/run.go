@@ -69,6 +69,11 @@ type RunOptions struct {
 	// Control, if set, takes a person's text and supplied outputs while the
 	// run goes.
 	Control *RunControl
+	// Ledger, if set, receives the run's checkpoints (see Ledger).
+	Ledger Ledger
+
+	// resume is the state a resumed run starts from.
+	resume *session
 }
 
 // RunResult is what a successful run produced.
@@ -199,6 +204,11 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	}
 	start := time.Now()
 	x := &session{maxSteps: opts.MaxSteps, onEvent: opts.OnEvent, approveMCP: opts.ApproveMCP, ctl: opts.Control}
+	first := 1
+	if r := opts.resume; r != nil {
+		x.attempted, x.completed, x.usage = r.attempted, r.completed, r.usage
+		first = r.step + 1
+	}
 	defer x.ctl.begin(nil)
 	params := responses.ResponseNewParams{Model: opts.Model, Input: firstInput(opts),
 		ToolChoice: opts.ToolChoice, Store: opts.Store, ContextManagement: opts.ContextManagement}
@@ -231,10 +241,13 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		params.PreviousResponseID = openai.String(opts.PreviousResponseID)
 	}
 	var answered []string
-	for step := 1; ; step++ {
+	for step := first; ; step++ {
 		x.step = step
 		if err := ctx.Err(); err != nil {
 			return nil, x.fail(fmt.Errorf("cancelled before request %d: %w", step, err))
+		}
+		if err := l.checkpoint(x, opts.Ledger, Checkpoint{Phase: PhaseRequest}, &params); err != nil {
+			return nil, x.fail(err)
 		}
 		x.event(Event{Kind: EventRequest, CallIDs: answered})
 		sent := time.Now()
@@ -292,7 +305,18 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; nothing of it was executed",
 				ErrStepLimit, step, opts.MaxSteps, resp.ID, strings.Join(callIDs, ", ")))
 		}
-		outputs, err := respond(ctx, s, calls)
+		save := func(phase, callID string, outputs responses.ResponseInputParam) error {
+			cp := Checkpoint{Phase: phase, CallID: callID, Response: json.RawMessage(resp.RawJSON())}
+			for _, o := range outputs {
+				raw, err := json.Marshal(o)
+				if err != nil {
+					return fmt.Errorf("checkpoint: %w", err)
+				}
+				cp.Outputs = append(cp.Outputs, raw)
+			}
+			return l.checkpoint(x, opts.Ledger, cp, &params)
+		}
+		outputs, err := respond(ctx, s, calls, save)
 		texts := x.ctl.end()
 		if err != nil {
 			return nil, x.fail(err)
@@ -382,7 +406,8 @@ func callName(item responses.ResponseOutputItemUnion) string {
 
 // respond asks every approval of a response's calls, and only then runs
 // them in order: nothing runs unless all of it may.
-func respond(ctx context.Context, s *Step, calls []Call) (responses.ResponseInputParam, error) {
+// save writes the checkpoints before and after each call.
+func respond(ctx context.Context, s *Step, calls []Call, save func(phase, callID string, outputs responses.ResponseInputParam) error) (responses.ResponseInputParam, error) {
 	for _, c := range calls {
 		if err := c.Approve(ctx, s); err != nil {
 			return nil, err
@@ -393,11 +418,17 @@ func respond(ctx context.Context, s *Step, calls []Call) (responses.ResponseInpu
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cancelled before call %s: %w", c.CallID(), err)
 		}
+		if err := save(PhaseBeforeCall, c.CallID(), outputs); err != nil {
+			return nil, err
+		}
 		out, err := c.Execute(ctx, s)
 		if err != nil {
 			return nil, err
 		}
 		outputs = append(outputs, out)
+		if err := save(PhaseAfterCall, c.CallID(), outputs); err != nil {
+			return nil, err
+		}
 	}
 	return outputs, nil
 }

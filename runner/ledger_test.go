@@ -1,0 +1,169 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/agentd-dev/agentd/ledger"
+	"github.com/agentd-dev/agentd/respserver"
+)
+
+// crashLedger saves checkpoints into a real file ledger and, at checkpoint
+// number crashAt, fails after the write: the run stops there, as if the
+// process had died right after the checkpoint reached the disk.
+type crashLedger struct {
+	f       *ledger.File
+	n       int
+	crashAt int
+	phases  []string
+}
+
+var errCrash = errors.New("simulated crash")
+
+func (c *crashLedger) Save(data []byte) error {
+	if err := c.f.Save(data); err != nil {
+		return err
+	}
+	c.n++
+	cp, err := LoadCheckpoint(data)
+	if err != nil {
+		return err
+	}
+	c.phases = append(c.phases, cp.Phase)
+	if c.n == c.crashAt {
+		return errCrash
+	}
+	return nil
+}
+
+func (c *crashLedger) last(t *testing.T) *Checkpoint {
+	t.Helper()
+	data, _, err := c.f.Last()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := LoadCheckpoint(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
+func TestCheckpointsAtEveryBoundary(t *testing.T) {
+	ts, srv, _ := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
+	f, err := ledger.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	led := &crashLedger{f: f}
+	o := opts(CallOptions{})
+	o.Ledger = led
+	if _, err := ts.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	noViolations(t, srv)
+	want := []string{PhaseRequest, PhaseBeforeCall, PhaseAfterCall, PhaseRequest, PhaseBeforeCall, PhaseAfterCall, PhaseRequest}
+	if !slices.Equal(led.phases, want) {
+		t.Fatalf("checkpoints %v, want %v", led.phases, want)
+	}
+}
+
+// A run that dies right after the pending checkpoint of a request resumes
+// from it: every action runs exactly once, the request budget and the
+// completed calls carry over, in both the stored and the local-history mode.
+func TestResumeAfterACrashBeforeARequest(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		name := "previous_response_id"
+		if stateless {
+			name = "local history"
+		}
+		t.Run(name, func(t *testing.T) {
+			// One local step: respserver refuses a stateless request
+			// re-sending outputs of calls older than the last response.
+			ts, srv, d := setup(t, respserver.Call(`{"type":"type","text":"hi"}`), respserver.Final("done"))
+			dir := t.TempDir()
+			f, err := ledger.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The 4th checkpoint is the pending one of request 2.
+			led := &crashLedger{f: f, crashAt: 4}
+			o := opts(CallOptions{})
+			o.MaxSteps = 6
+			if stateless {
+				o.Store = openai.Bool(false)
+			}
+			o.Ledger = led
+			if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {
+				t.Fatalf("run: %v, want the simulated crash", err)
+			}
+			f.Close()
+
+			f, err = ledger.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			led = &crashLedger{f: f}
+			cp := led.last(t)
+			if cp.Phase != PhaseRequest || cp.Step != 2 {
+				t.Fatalf("last checkpoint %s of step %d, want the request of step 2", cp.Phase, cp.Step)
+			}
+			o2 := opts(CallOptions{})
+			o2.Input = ""
+			if stateless {
+				o2.Store = openai.Bool(false)
+			}
+			o2.Ledger = led
+			res, err := ts.Resume(context.Background(), cp, o2)
+			if err != nil {
+				t.Fatal(err, srv.Violations())
+			}
+			noViolations(t, srv)
+			if res.FinalMessage != "done" || res.Steps != 2 || len(res.CompletedCallIDs) != 1 {
+				t.Fatalf("result %+v", res)
+			}
+			if got := srv.Served(); got != 2 {
+				t.Fatalf("the server answered %d requests, want 2", got)
+			}
+			var acts []string
+			for _, k := range d.kinds() {
+				if k != "screenshot" {
+					acts = append(acts, k)
+				}
+			}
+			if !slices.Equal(acts, []string{"type"}) {
+				t.Fatalf("actions %v, want the typing once", acts)
+			}
+		})
+	}
+}
+
+func TestResumeRefusesACheckpointInsideTheCalls(t *testing.T) {
+	ts, _, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
+	f, err := ledger.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The 5th checkpoint is before the click.
+	led := &crashLedger{f: f, crashAt: 5}
+	o := opts(CallOptions{})
+	o.Ledger = led
+	if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {
+		t.Fatalf("run: %v", err)
+	}
+	before := len(d.Calls())
+	cp := led.last(t)
+	if _, err := ts.Resume(context.Background(), cp, opts(CallOptions{})); !errors.Is(err, ErrUncertain) {
+		t.Fatalf("resume from %s: %v, want ErrUncertain", cp.Phase, err)
+	}
+	if len(d.Calls()) != before {
+		t.Fatal("the refused resume touched the desktop")
+	}
+}
