@@ -7,12 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/browsertool"
@@ -104,14 +100,11 @@ func driveBrowser(ctx context.Context, addr, tokenFile, formURL string, out io.W
 	if err != nil {
 		return err
 	}
-	model, baseURL := respserver.Start(turns...)
-	defer model.Close()
-	api := openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey("no-key-needed"))
-	record, err := runner.CreateRecord(filepath.Join(cfg.RecordDir, time.Now().Format("20060102-150405")+"-exercise-browser"))
+	model, api, record, err := startScripted(turns, cfg, "-exercise-browser", rep)
 	if err != nil {
 		return err
 	}
-	rep.RecordDir = record.Dir()
+	defer model.Close()
 
 	var lastRequest time.Time
 	res, runErr := runner.NewRunner(api).Run(ctx, runner.RunOptions{
