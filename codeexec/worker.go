@@ -89,9 +89,7 @@ func startWorker(python, dir string, hide []string, stdio *tailBuffer) (*worker,
 	cmd.Env = env(work)
 	cmd.ExtraFiles = []*os.File{toR, fromW}
 	cmd.Stdout, cmd.Stderr = stdio, stdio
-	// Its own process group, so stopping it stops what the code started;
-	// killed with agentd, so it never outlives the daemon.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = workerSysProcAttr()
 	// A child the code left behind holding stdout must not hold up Wait.
 	cmd.WaitDelay = time.Second
 	err = cmd.Start()

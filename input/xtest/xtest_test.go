@@ -60,6 +60,10 @@ func (f *xfix) do(tb testing.TB, a actions.Action) executor.Result {
 // assertNothingDown checks with the server that no key or button is down.
 func (f *xfix) assertNothingDown(t *testing.T) {
 	t.Helper()
+	// The server has released everything when Down says so, but the
+	// recorder may not have read the release events yet: sync, so the next
+	// subtest's Clear cannot be followed by this one's late events.
+	f.rec.Sync(t)
 	keys, mask := f.rec.Down(t)
 	if len(keys) > 0 || mask != 0 {
 		t.Errorf("left down: keycodes %v, pointer mask 0x%x", keys, mask)
