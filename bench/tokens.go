@@ -13,7 +13,7 @@ type ImageCost struct {
 	Tokens       int    `json:"est_input_tokens"`
 }
 
-// dataURLPrefix starts every screenshot sent to the model (SPEC §2).
+// dataURLPrefix starts every screenshot sent to the model (docs/design.md, "The computer driver").
 const dataURLPrefix = "data:image/png;base64,"
 
 // patchSide is the side of the square patches that OpenAI's patch-based
@@ -23,7 +23,7 @@ const patchSide = 32
 // TokensFormula states how Tokens is estimated, for the report.
 const TokensFormula = "ceil(width/32) × ceil(height/32): OpenAI's patch-based image accounting " +
 	"(Images and vision guide, \"Calculating costs\": one token per 32×32 px patch for models with a multiplier of 1), " +
-	"assuming detail \"original\", which the computer tool's screenshots use (SPEC §4), sends these sizes without " +
+	"assuming detail \"original\", which the computer tool's screenshots use, sends these sizes without " +
 	"downscaling. A model with a multiplier, or a lower patch cap, changes it; the base64 text is not what is counted."
 
 // BytesFormula states how the byte sizes are computed.

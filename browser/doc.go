@@ -1,5 +1,5 @@
 // Package browser is the browser toolset: the seeds' browser driver contract
-// (SPEC §11) in Go, for an application that can report a page's text,
+// (docs/design.md, "The browser toolset") in Go, for an application that can report a page's text,
 // controls and tabs instead of screenshots and coordinates.
 //
 // A driver implements State and only the methods it offers, each its own

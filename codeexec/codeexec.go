@@ -1,4 +1,4 @@
-// Package codeexec is agentd's code-execution service (SPEC §8): per
+// Package codeexec is agentd's code-execution service (docs/design.md, "Code-execution mode"): per
 // controller session, one persistent Python 3 worker whose namespace lives
 // across calls, and an embedded pyautogui module whose functions call back
 // into agentd's own executor over the worker's pipes.

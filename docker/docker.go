@@ -1,11 +1,11 @@
-// Package docker runs agentd guests as Docker containers (SPEC §5, "Docker"),
+// Package docker runs agentd guests as Docker containers (docs/design.md, "Guests"),
 // through the Docker Engine API: it builds or finds the guest image
 // (docker/Dockerfile), creates and starts one hardened container per
 // desktop, waits until agentd answers, reads result files back out, and
 // stops and removes the container. It is pure Go: the host needs no cgo and
 // no X11.
 //
-// Hardening (SPEC §6), all on by default: the container runs as the image's
+// Hardening (docs/design.md, "Safety"), all on by default: the container runs as the image's
 // non-root user with every capability dropped, no-new-privileges, a
 // read-only root filesystem (tmpfs for /tmp and the user's home), memory
 // and pids limits, and no network at all. agentd is reached without a TCP
@@ -648,7 +648,7 @@ func (g *Guest) Logs(ctx context.Context, n int) (string, error) {
 // ReadFile returns a file of the running guest (an absolute path inside the
 // container, e.g. a file the exercise saved in the user's home), read by
 // the container's user through docker exec: agentd itself offers no file
-// access (SPEC §6). A missing file gives an error wrapping fs.ErrNotExist.
+// access (docs/design.md, "Safety"). A missing file gives an error wrapping fs.ErrNotExist.
 func (g *Guest) ReadFile(ctx context.Context, file string) ([]byte, error) {
 	if !path.IsAbs(file) {
 		return nil, fmt.Errorf("docker guest %s: read %q: want an absolute path", g.Name, file)

@@ -1,4 +1,4 @@
-// Package exercise is the no-API-key exercise's run harness (SPEC §5): it
+// Package exercise is the no-API-key exercise's run harness (docs/design.md, "The exercise"): it
 // starts the exercise desktop (exercise/desktop) on a guest backend, lets a
 // scripted model (respserver) drive it through the real openai-go SDK and
 // runner — with the computer tool, or in code mode with exec_py — reads

@@ -1,6 +1,6 @@
 // Package local runs a guest desktop as processes of this machine: Xvfb on a
 // free display, a window manager, optional applications, and agentd. It is
-// the backend for development and tests (SPEC §5, "Local").
+// the backend for development and tests (docs/design.md, "Guests").
 //
 // Every process is a child that Up starts and Down stops: each runs in its
 // own process group (so helpers it forks are signalled with it) and, on

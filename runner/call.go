@@ -153,7 +153,7 @@ func (c *computerTool) prepare(call responses.ResponseComputerToolCall) (*plan, 
 }
 
 // checkPoints requires every point of a to lie inside the image the model
-// last saw: never clamped (SPEC §3).
+// last saw: never clamped (docs/design.md, "Coordinates").
 func (c *computerTool) checkPoints(a actions.Action) error {
 	pts := a.Points()
 	if len(pts) == 0 {

@@ -16,7 +16,7 @@ import (
 	"github.com/agentd-dev/agentd/wire"
 )
 
-// CodeToolName is the function tool of code mode (SPEC §8).
+// CodeToolName is the function tool of code mode (docs/design.md, "Code-execution mode").
 const CodeToolName = "exec_py"
 
 // ApprovalCode is what an ApprovalError refused when BeforeCode did not

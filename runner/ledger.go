@@ -12,7 +12,7 @@ import (
 	"github.com/agentd-dev/agentd/scaling"
 )
 
-// Ledger receives a run's checkpoints (SPEC §9): a pending one before each
+// Ledger receives a run's checkpoints (docs/design.md, "Ledger and resume"): a pending one before each
 // request, and one before and one after every local call. Each Save gets an
 // independent, complete copy; *ledger.File is the default, crash-safe one.
 type Ledger interface {

@@ -2,7 +2,7 @@
 // runner (the seeds' ResponsesToolRunner) in which the computer toolset (over
 // a computer.Driver: the guest client, or any desktop that implements the
 // contract) is one Tool among function tools, server tools and MCP servers,
-// enforcing the rules of SPEC §4 and §7.
+// enforcing the rules of docs/design.md, "The tool runner".
 //
 //   - Every output item of a response is claimed by exactly one Tool or is
 //     a message; anything else stops the run with an error naming the

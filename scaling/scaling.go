@@ -1,5 +1,5 @@
 // Package scaling maps between screen space and the image space the model
-// sees: crop first, then scale (SPEC §3). A point outside the image is an
+// sees: crop first, then scale (docs/design.md, "Coordinates"). A point outside the image is an
 // error, never clamped.
 //
 // Mapping rules (all integer arithmetic, so host and guest agree exactly):

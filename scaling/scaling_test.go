@@ -84,7 +84,7 @@ func TestNewErrors(t *testing.T) {
 }
 
 func TestSpecExamples(t *testing.T) {
-	// SPEC §3: a 800×600 image of a 1600×1200 screen doubles both coordinates;
+	// docs/design.md, "Coordinates": a 800×600 image of a 1600×1200 screen doubles both coordinates;
 	// a crop at (100, 50) adds (100, 50) after scaling.
 	tr, err := New(Size{1600, 1200}, nil, 800, 600, false)
 	if err != nil {
@@ -189,7 +189,7 @@ func randomTransform(r *rand.Rand) Transform {
 	return tr
 }
 
-// TestRoundTrip checks SPEC §3's property: screen → image → screen lands
+// TestRoundTrip checks the round-trip property of docs/design.md, "Coordinates": screen → image → screen lands
 // within one scaled pixel of the start, exactly when the image is not
 // smaller than the crop; and image → screen → image is exact when the image
 // is not larger than the crop.

@@ -233,7 +233,7 @@ func (g *Guest) Logs(ctx context.Context, n int) (string, error) {
 // ReadFile returns a file of the running guest (an absolute path inside
 // the VM, e.g. a file the exercise saved in the desktop user's home), read
 // as the desktop user through limactl: agentd itself offers no file access
-// (SPEC §6). A missing file gives an error wrapping fs.ErrNotExist.
+// (docs/design.md, "Safety"). A missing file gives an error wrapping fs.ErrNotExist.
 func (g *Guest) ReadFile(ctx context.Context, file string) ([]byte, error) {
 	if !path.IsAbs(file) {
 		return nil, fmt.Errorf("vm guest %s: read %q: want an absolute path", g.Name, file)

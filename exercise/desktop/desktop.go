@@ -1,4 +1,4 @@
-// Package desktop is the desktop of the no-API-key exercise (SPEC §5): a
+// Package desktop is the desktop of the no-API-key exercise (docs/design.md, "The exercise"): a
 // real browser (Firefox ESR, sandboxed) showing a pickup form served by a
 // local record server, and a real text editor (mousepad) open on an empty
 // note, each at a fixed place on a 1440×900 screen (see layout.go).

@@ -1,4 +1,4 @@
-// Package form is the exercise's pickup form (SPEC §5): a record server on
+// Package form is the exercise's pickup form (docs/design.md, "The exercise"): a record server on
 // the loopback that serves the page, laid out in page pixels from
 // layout.go, appends each valid submission to a record file and keeps the
 // page's report of where its controls are. A local exercise desktop runs it

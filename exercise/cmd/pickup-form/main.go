@@ -3,7 +3,7 @@
 // guests): the browser in the guest posts to it on the guest's loopback,
 // and the host reads the results back out as files through the guest's
 // management channel (docker exec, limactl). agentd has no file access by
-// design (SPEC §6), so the form cannot go through it.
+// design (docs/design.md, "Safety"), so the form cannot go through it.
 //
 // In --dir it appends each submission to records.jsonl and writes the
 // page's latest layout report to page.json. It serves until SIGTERM.
