@@ -1,5 +1,5 @@
-// Package vm runs agentd guests in virtual machines through Lima (docs/design.md, "Guests":
-// "A VM on Apple silicon"): one VM per desktop, a Debian 12 cloud image for
+// Package vm runs agentd guests in virtual machines through Lima (docs/design.md, "Guests"):
+// one VM per desktop, a Debian 12 cloud image for
 // the host's architecture (vmType vz on macOS, qemu elsewhere), driven
 // entirely by the limactl command. It is pure Go and builds for macOS: the
 // host needs no cgo and no X11.
