@@ -51,7 +51,26 @@ type RunConfig struct {
 	// the form through the browser toolset on agentd's Chromium, and only
 	// the form's record is verified (there is no note); local guests only.
 	Browser bool
+	// Live drives the computer-mode exercise with a real model through
+	// OPENAI_API_KEY (and OPENAI_BASE_URL when set) instead of the
+	// scripted one; Model names it (default DefaultLiveModel). The same
+	// task, host function and verification: what the model says it did
+	// proves nothing.
+	Live  bool
+	Model string
 }
+
+// DefaultLiveModel is the model of a live exercise when RunConfig.Model is
+// empty.
+const DefaultLiveModel = "gpt-5.4"
+
+// LiveMaxSteps bounds a live run: a real model takes more, smaller steps
+// than the script.
+const LiveMaxSteps = 60
+
+// ErrNoAPIKey is returned by a live run without OPENAI_API_KEY, before any
+// guest starts.
+var ErrNoAPIKey = errors.New("exercise --live needs OPENAI_API_KEY (OPENAI_BASE_URL may point at another Responses-compatible server)")
 
 // Report is what an exercise run did and found.
 type Report struct {
@@ -83,6 +102,12 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	}
 	if cfg.Backend == "" {
 		cfg.Backend = "local"
+	}
+	if cfg.Live && (cfg.Code || cfg.Browser) {
+		return nil, errors.New("exercise: a live run is for the computer mode so far")
+	}
+	if cfg.Live && os.Getenv("OPENAI_API_KEY") == "" {
+		return nil, ErrNoAPIKey
 	}
 	rep := &Report{}
 	b, err := backend.Get(cfg.Backend)
@@ -193,15 +218,34 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 	}
 	defer client.Close()
 
-	turns, err := Script()
-	if err != nil {
-		return err
+	// The scripted model, or a live one: a nil model (no script to check
+	// the requests against) and the SDK configured from the environment.
+	var model *respserver.Server
+	var api openai.Client
+	var record *runner.Record
+	modelName, maxSteps := "computer-use-exercise", 0
+	if cfg.Live {
+		api = openai.NewClient()
+		modelName, maxSteps = cfg.Model, LiveMaxSteps
+		if modelName == "" {
+			modelName = DefaultLiveModel
+		}
+		if record, err = runner.CreateRecord(filepath.Join(cfg.RecordDir, time.Now().Format("20060102-150405")+"-exercise-live")); err != nil {
+			return err
+		}
+		rep.RecordDir = record.Dir()
+		fmt.Fprintf(out, "live model %s\n", modelName)
+	} else {
+		turns, err := Script()
+		if err != nil {
+			return err
+		}
+		if model, api, record, err = startScripted(turns, cfg, "-exercise", rep); err != nil {
+			return err
+		}
+		defer model.Close()
+		maxSteps = len(turns) + 1
 	}
-	model, api, record, err := startScripted(turns, cfg, "-exercise", rep)
-	if err != nil {
-		return err
-	}
-	defer model.Close()
 
 	lookup, err := LookupPickup()
 	if err != nil {
@@ -209,18 +253,23 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 	}
 	var mu sync.Mutex
 	var lastRequest time.Time // a step runs from its request to the next
+	lookups := 0              // lookup_pickup calls answered
 	toolset := runner.New(api, client, runner.WithName("exercise"))
 	defer toolset.Close()
 	res, runErr := toolset.Run(ctx, runner.RunOptions{
-		Model:    "computer-use-exercise",
-		Input:    "Look up booking " + PickupReference + " with lookup_pickup, book its pickup in the form (name, date, slot, fragile), then note it in the editor and save.",
-		MaxSteps: len(turns) + 1,
+		Model:    modelName,
+		Input:    Task,
+		MaxSteps: maxSteps,
 		Tools:    []runner.Tool{lookup},
 		CallOptions: runner.CallOptions{
 			ApproveSafetyChecks: func(_ context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
-				// Approve exactly the check this exercise expects, nothing else.
-				ok := len(checks) == 1 && checks[0].ID == SubmitCheck.ID && checks[0].Code == SubmitCheck.Code
-				fmt.Fprintf(out, "  safety check %s (%s) on %s: approved=%v\n", checks[0].ID, checks[0].Code, call.CallID, ok)
+				// The script: approve exactly the check it carries, nothing
+				// else. A live model's checks are its own: approved in this
+				// throwaway guest, each one shown.
+				ok := cfg.Live || len(checks) == 1 && checks[0].ID == SubmitCheck.ID && checks[0].Code == SubmitCheck.Code
+				for _, c := range checks {
+					fmt.Fprintf(out, "  safety check %s (%s) on %s: approved=%v\n", c.ID, c.Code, call.CallID, ok)
+				}
 				return ok, nil
 			},
 			BeforeAction: func(_ context.Context, a runner.ActionInfo) (any, error) {
@@ -248,6 +297,9 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 				case runner.EventAction:
 					rep.Actions++
 				case runner.EventFunction:
+					if ev.Function.Name == LookupName && ev.Function.Error == "" {
+						lookups++
+					}
 					fmt.Fprintf(out, "  function %s on %s: %s\n", ev.Function.Name, ev.CallID, map[bool]string{true: "answered", false: "failed"}[ev.Function.Error == ""])
 				case runner.EventScreenshot:
 					if s := ev.Screenshot; s != nil {
@@ -263,6 +315,12 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 	})
 	if err := finish(out, record, model, res, runErr, rep); err != nil {
 		return err
+	}
+	if cfg.Live {
+		if lookups == 0 {
+			return errors.New("exercise: the model never called " + LookupName)
+		}
+		return nil
 	}
 	if err := checkLookupAnswered(model); err != nil {
 		return err
@@ -297,7 +355,7 @@ func dialView(ctx context.Context, addr, tokenFile string) (*guest.Client, error
 }
 
 // finish closes the run record, and checks the run and what the scripted
-// model saw.
+// model saw (model nil: a live run, nothing to check against).
 func finish(out io.Writer, record *runner.Record, model *respserver.Server, res *runner.RunResult, runErr error, rep *Report) error {
 	if err := record.Finish(res, runErr); err != nil {
 		fmt.Fprintf(out, "warning: run record: %v\n", err)
@@ -306,6 +364,9 @@ func finish(out io.Writer, record *runner.Record, model *respserver.Server, res 
 		return fmt.Errorf("exercise: run: %w", runErr)
 	}
 	rep.Steps, rep.Usage, rep.RunTime = res.Steps, res.Usage, res.Duration
+	if model == nil {
+		return nil
+	}
 	if err := model.Err(); err != nil {
 		return fmt.Errorf("exercise: the model server saw a bad request: %w", err)
 	}

@@ -24,6 +24,10 @@ const (
 // details, which the model then enters in the form.
 const PickupReference = "PU-1042"
 
+// Task is what the model is asked to do, scripted or live. It gives the
+// note word for word: the saved file is checked byte for byte.
+const Task = "Look up booking " + PickupReference + " with lookup_pickup, book its pickup in the form (name, date, slot, fragile) and submit it, then type this note in the editor exactly as given and save it with Ctrl+S:\n" + NoteText
+
 // LookupName is the host function the model calls first.
 const LookupName = "lookup_pickup"
 

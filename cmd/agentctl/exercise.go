@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,7 +13,7 @@ import (
 )
 
 func init() {
-	register("exercise", "run the no-API-key exercise: a scripted model books a pickup and saves a note", runExercise)
+	register("exercise", "run the exercise: a scripted model (or with --live a real one) books a pickup and saves a note", runExercise)
 }
 
 func runExercise(ctx context.Context, args []string) error {
@@ -21,6 +22,8 @@ func runExercise(ctx context.Context, args []string) error {
 	recordDir := fs.String("record-dir", "runs", "parent folder of the run record")
 	agentdPath := fs.String("agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")
 	mode := fs.String("mode", "computer", "computer: the scripted model uses the computer tool; code: it writes Python (exec_py, local guest); browser: it fills the form through the browser toolset on agentd's Chromium (local guest)")
+	live := fs.Bool("live", false, "a real model instead of the scripted one, through OPENAI_API_KEY (and OPENAI_BASE_URL when set); computer mode; verified the same way")
+	model := fs.String("model", exercise.DefaultLiveModel, "with --live: the model")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -29,6 +32,16 @@ func runExercise(ctx context.Context, args []string) error {
 	}
 	if *mode != "computer" && *mode != "code" && *mode != "browser" {
 		return fmt.Errorf("--mode %q: use computer, code or browser", *mode)
+	}
+	modelSet := false
+	fs.Visit(func(f *flag.Flag) { modelSet = modelSet || f.Name == "model" })
+	switch {
+	case modelSet && !*live:
+		return errors.New("--model is for --live")
+	case *live && *mode != "computer":
+		return errors.New("--live is for --mode computer so far")
+	case *live && os.Getenv("OPENAI_API_KEY") == "":
+		return exercise.ErrNoAPIKey
 	}
 	if *mode == "browser" && *where != "local" {
 		return fmt.Errorf("--mode browser is for --guest local so far: the guest image does not start agentd with --browser yet")
@@ -41,7 +54,7 @@ func runExercise(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg := exercise.RunConfig{Out: os.Stdout, RecordDir: *recordDir, Backend: b.Name(), AgentdPath: *agentdPath, Code: *mode == "code",
-		Browser: *mode == "browser"}
+		Browser: *mode == "browser", Live: *live, Model: *model}
 	rep, err := exercise.Run(ctx, cfg)
 	if err != nil {
 		if rep != nil && rep.RecordDir != "" {
