@@ -11,7 +11,8 @@
 // function schemas are closed, previous_response_id continues the last
 // response, every outstanding call is answered exactly once by an output of
 // its kind with its call_id (an MCP approval request by an
-// mcp_approval_response with its id), the acknowledged safety checks are
+// mcp_approval_response with its id; with store false, every earlier call
+// too, since the request re-sends the whole history), the acknowledged safety checks are
 // exactly the call's pending ones, a screenshot is a PNG data URL with
 // detail "original" (of the size a turn expects, if it says), and a
 // function's output is text or input_text/input_image content. A violation
@@ -217,6 +218,7 @@ type Server struct {
 	lastID     string    // id of the last response sent
 	lastTurn   int       // turn that produced lastID
 	pending    []pending // calls awaiting an answer
+	answered   []pending // calls of earlier responses, answered: a stateless request re-sends their outputs
 	lastOutput []any     // the last response's output items, as JSON values
 	computer   bool      // the script has computer calls
 	attempts   []int
@@ -408,6 +410,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	// The response exists once generated, even if its body is cut below.
 	s.next++
 	s.lastID, s.lastTurn = rec.ResponseID, i
+	s.answered = append(s.answered, s.pending...)
 	s.pending = calls
 	s.lastOutput = jsonValue(resp["output"]).([]any)
 	truncate := turn.Truncate && attempt == turn.Hangup+turn.Fail500+1
@@ -525,6 +528,15 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 		default:
 			continue
 		}
+		if p == nil && stateless && slices.ContainsFunc(s.answered, func(a pending) bool { return a.id == id && a.answer == head.Type }) {
+			// An older call's output, re-sent with the history: checked
+			// when it was new; here only that it comes once.
+			if answered[id] {
+				problems = append(problems, fmt.Sprintf("call %s answered twice", id))
+			}
+			answered[id] = true
+			continue
+		}
 		if p == nil {
 			problems = append(problems, fmt.Sprintf("%s for unknown call %q", head.Type, id))
 			continue
@@ -555,6 +567,13 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 	for _, p := range s.pending {
 		if !answered[p.id] {
 			problems = append(problems, fmt.Sprintf("no %s answers %s", p.answer, p.id))
+		}
+	}
+	if stateless {
+		for _, p := range s.answered {
+			if !answered[p.id] {
+				problems = append(problems, fmt.Sprintf("store is false but the history lacks the %s of %s (turn %d)", p.answer, p.id, p.turn))
+			}
 		}
 	}
 	return problems

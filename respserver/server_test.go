@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/png"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,5 +129,47 @@ func TestServerFailureInjection(t *testing.T) {
 	reqs := s.Requests()
 	if len(reqs) != 2 || reqs[0].Status != 500 || reqs[1].Attempt != 2 || reqs[1].ResponseID == "" {
 		t.Fatalf("requests = %+v", reqs)
+	}
+}
+
+// With store false a request re-sends the whole history: every earlier call
+// must be answered there exactly once, by an output of its kind.
+func TestStatelessHistoryAnswersEveryCall(t *testing.T) {
+	s, url := Start(Call(`{"type":"screenshot"}`), Call(`{"type":"screenshot"}`), Turn{Message: "done"})
+	defer s.Close()
+	out := func(id string) map[string]any {
+		return map[string]any{"type": "computer_call_output", "call_id": id,
+			"output": map[string]any{"type": "computer_screenshot", "image_url": dataURL(t, 8, 8), "detail": "original"}}
+	}
+	req := func(input []any) map[string]any {
+		return map[string]any{"model": "m", "tools": computer, "store": false, "input": input}
+	}
+	history := []any{map[string]any{"role": "user", "content": "task"}}
+	for k := 0; k < 2; k++ {
+		code, resp := post(t, url, req(history), true)
+		if code != 200 {
+			t.Fatalf("request %d: %d %v", k, code, resp)
+		}
+		item := resp["output"].([]any)[0].(map[string]any)
+		history = append(history, item, out(item["call_id"].(string)))
+	}
+	first := history[2].(map[string]any)["call_id"].(string)
+	for name, tc := range map[string]struct {
+		input []any
+		want  string
+	}{
+		"older output missing": {slices.Delete(slices.Clone(history), 2, 3), "history lacks the computer_call_output of " + first},
+		"older output twice":   {append(slices.Clone(history), out(first)), "call " + first + " answered twice"},
+		"older output of another kind": {append(slices.Delete(slices.Clone(history), 2, 3),
+			map[string]any{"type": "function_call_output", "call_id": first, "output": "x"}), "for unknown call"},
+	} {
+		code, body := post(t, url, req(tc.input), true)
+		e, _ := body["error"].(map[string]any)
+		if msg, _ := e["message"].(string); code != 400 || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %d %v", name, code, body)
+		}
+	}
+	if code, body := post(t, url, req(history), true); code != 200 {
+		t.Fatalf("the whole history: %d %v", code, body)
 	}
 }
