@@ -46,6 +46,7 @@ func (b Backend) Up(ctx context.Context, spec backend.Spec) (backend.Instance, e
 			cfg.Size = fmt.Sprintf("%dx%d", spec.Width, spec.Height)
 		}
 		cfg.Network = cfg.Network || spec.Network
+		cfg.Code = cfg.Code || spec.Code
 		cfg.Apps, cfg.URL, cfg.File, cfg.ConfigDir = apps.Apps, apps.URL, apps.File, apps.ConfigDir
 		if cfg.Build == nil {
 			cfg.Build = buildHere()

@@ -105,6 +105,9 @@ type Config struct {
 	// directory and given to the entrypoint as GUEST_CONFIG_DIR: window
 	// manager rules, browser profile, editor settings (desktop.WriteConfig).
 	ConfigDir string
+	// Code starts agentd with --code (AGENTD_CODE=1): Python code
+	// execution, with the container's network (none without Network).
+	Code bool
 	// Build, if set, builds Image with these options when it is missing
 	// (Build.Tag is replaced by Image). Nil: a missing image is an error.
 	Build *BuildOptions
@@ -435,6 +438,9 @@ func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string)
 	}
 	if cfg.ConfigDir != "" {
 		env = append(env, "GUEST_CONFIG_DIR="+path.Join(runDir, configName))
+	}
+	if cfg.Code {
+		env = append(env, "AGENTD_CODE=1")
 	}
 	netMode := container.NetworkMode("none")
 	var exposed network.PortSet

@@ -21,6 +21,8 @@
 #                  writes such a directory
 #   AGENTD_LISTEN  agentd's TCP address (127.0.0.1:7010); host "container"
 #                  means the container's own address, for a published port
+#   AGENTD_CODE    1: agentd serves Python code execution (--code); empty or
+#                  0: it refuses it (empty)
 #   XAUTHORITY     the X cookie file, written fresh at every start
 # agentd's private directory /run/agentd (a bind mount, 0700) must hold the
 # token file "token" (0600, owned by this user); agentd's unix socket
@@ -34,6 +36,7 @@ url="${GUEST_URL:-about:blank}"
 file="${GUEST_FILE:-}"
 config_dir="${GUEST_CONFIG_DIR:-}"
 listen="${AGENTD_LISTEN:-127.0.0.1:7010}"
+code="${AGENTD_CODE:-}"
 run_dir=/run/agentd
 token_file="$run_dir/token"
 socket="$run_dir/agentd.sock"
@@ -127,6 +130,7 @@ for app in $apps; do
     *) die "GUEST_APPS: unknown application $app (form, firefox, mousepad)" ;;
   esac
 done
+[[ "$code" =~ ^[01]?$ ]] || die "AGENTD_CODE=$code: want 1, 0 or empty"
 [ -z "$config_dir" ] || [ -d "$config_dir" ] || die "GUEST_CONFIG_DIR=$config_dir is not a directory"
 if [ -n "$file" ] && [[ "$file" != /* ]]; then
   file="$HOME/$file"
@@ -204,8 +208,9 @@ for app in $apps; do
   esac
 done
 
-start agentd agentd --display "$display" --listen "$listen" --addr-file "$addr_file" \
-  --token-file "$token_file" --socket "$socket"
+agentd_args=(--display "$display" --listen "$listen" --addr-file "$addr_file" --token-file "$token_file" --socket "$socket")
+[ "$code" != 1 ] || agentd_args+=(--code)
+start agentd agentd "${agentd_args[@]}"
 
 # Watch: the first child to end ends the container.
 status=0

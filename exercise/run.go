@@ -45,7 +45,7 @@ type RunConfig struct {
 	// backend.Spec.AgentdPath).
 	AgentdPath string
 	// Code runs the exercise in code mode: the scripted model writes
-	// Python (exec_py) instead of computer calls; local guests only.
+	// Python (exec_py) instead of computer calls.
 	Code bool
 	// Browser runs the exercise in browser mode: the scripted model fills
 	// the form through the browser toolset on agentd's Chromium, and only

@@ -48,6 +48,7 @@ func (b Backend) Up(ctx context.Context, spec backend.Spec) (backend.Instance, e
 			cfg.Size = fmt.Sprintf("%dx%d", spec.Width, spec.Height)
 		}
 		cfg.Apps, cfg.URL, cfg.File, cfg.ConfigDir = apps.Apps, apps.URL, apps.File, apps.ConfigDir
+		cfg.Code = cfg.Code || spec.Code
 		g, err := Up(ctx, cfg, spec.Progress)
 		if err != nil {
 			return nil, err

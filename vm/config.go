@@ -58,6 +58,9 @@ type Config struct {
 	// to /etc/agentd/config in the guest, readable by the desktop user; the
 	// entrypoint finds them through GUEST_CONFIG_DIR.
 	ConfigDir string
+	// Code starts agentd with --code (AGENTD_CODE=1): Python code
+	// execution inside the VM.
+	Code bool
 	// Env holds more KEY=VALUE variables for the entrypoint (GUEST_FILE,
 	// ...). The variables the fields above set cannot be overridden here.
 	Env []string
@@ -111,7 +114,7 @@ var (
 
 // reserved are the variables Up itself sets for the entrypoint.
 var reserved = []string{"DISPLAY", "SCREEN_SIZE", "GUEST_APPS", "GUEST_URL", "GUEST_FILE", "GUEST_CONFIG_DIR",
-	"AGENTD_LISTEN", "HOME", "XAUTHORITY", "LANG"}
+	"AGENTD_LISTEN", "AGENTD_CODE", "HOME", "XAUTHORITY", "LANG"}
 
 // images are Debian 12's generic cloud images, by Lima architecture.
 var images = map[string]string{

@@ -90,6 +90,7 @@ func TestGuestEnvIsShell(t *testing.T) {
 		URL:       `http://127.0.0.1:8080/form?a=1&b='x' "y" $HOME`,
 		File:      "it's here.txt",
 		ConfigDir: t.TempDir(),
+		Code:      true,
 		Env:       []string{"GUEST_EXTRA=`date` \\n", "EMPTY="},
 	}.withDefaults()
 	if err != nil {
@@ -112,7 +113,7 @@ func TestGuestEnvIsShell(t *testing.T) {
 	for k, v := range map[string]string{
 		"HOME": "/home/agent", "DISPLAY": ":99", "LANG": "C.UTF-8", "XAUTHORITY": "/home/agent/.Xauthority",
 		"SCREEN_SIZE": "1280x800x16", "GUEST_APPS": "form firefox", "GUEST_URL": cfg.URL,
-		"AGENTD_LISTEN": "127.0.0.1:7010", "GUEST_CONFIG_DIR": "/etc/agentd/config",
+		"AGENTD_LISTEN": "127.0.0.1:7010", "GUEST_CONFIG_DIR": "/etc/agentd/config", "AGENTD_CODE": "1",
 		"GUEST_FILE": "it's here.txt", "GUEST_EXTRA": "`date` \\n", "EMPTY": "",
 	} {
 		if got[k] != v {

@@ -123,6 +123,9 @@ func guestEnv(cfg Config) string {
 	if cfg.ConfigDir != "" {
 		set("GUEST_CONFIG_DIR", configDir)
 	}
+	if cfg.Code {
+		set("AGENTD_CODE", "1")
+	}
 	for _, kv := range cfg.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		set(k, v)

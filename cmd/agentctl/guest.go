@@ -79,7 +79,7 @@ func (o *upOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.agentd, "agentd", "", "agentd binary of a local guest (default: next to agentctl, else on $PATH)")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep a local guest's logs after down")
 	fs.BoolVar(&o.network, "network", false, "give a docker guest a network (default: none; agentd is then also published on 127.0.0.1)")
-	fs.BoolVar(&o.code, "code", false, "start agentd with --code: Python code execution for agentctl exec and code mode (local guests)")
+	fs.BoolVar(&o.code, "code", false, "start agentd with --code: Python code execution for agentctl exec and code mode")
 }
 
 // check validates the options and returns the backend and the guest's spec.

@@ -138,8 +138,7 @@ type Spec struct {
 	AgentdPath string
 	// KeepLogs keeps a local guest's logs after Down.
 	KeepLogs bool
-	// Code starts agentd with --code: Python code execution (local only
-	// so far).
+	// Code starts agentd with --code: Python code execution.
 	Code bool
 	// AgentdArgs are more arguments for a local guest's agentd (the
 	// bench's --browser).
@@ -148,10 +147,6 @@ type Spec struct {
 	// start of a container or VM takes minutes.
 	Progress func(string)
 }
-
-// ErrNoCode is a backend's Check error for Spec.Code where its guests do
-// not start agentd with --code yet.
-var ErrNoCode = errors.New("--code is for --backend local so far: the docker and vm guests do not start agentd with it yet")
 
 // Say passes a line to Progress, if set.
 func (s Spec) Say(line string) {

@@ -56,7 +56,7 @@ func TestCheckImage(t *testing.T) {
 	if err := CheckImage(Spec{Desktop: BrowserAndEditor}, "a container"); err != nil {
 		t.Errorf("the image's own desktop: %v", err)
 	}
-	if err := CheckImage(Spec{Code: true}, "a container"); !errors.Is(err, ErrNoCode) {
+	if err := CheckImage(Spec{Code: true}, "a container"); err != nil {
 		t.Errorf("code: %v", err)
 	}
 	if err := CheckImage(Spec{AgentdArgs: []string{"--browser"}}, "a VM"); err == nil {

@@ -150,13 +150,10 @@ func (o Outputs) InGuest(where, home string) Outputs {
 // guest's name.
 func InstanceName(guestName string) string { return "agentd-" + guestName }
 
-// CheckImage is the Check of a backend that runs the guest image: its
-// agentd does not run with --code yet, and the desktop must be an
-// ImageDesktop. where names the guest ("a container", "a VM").
+// CheckImage is the Check of a backend that runs the guest image: the
+// image starts agentd itself, and the desktop must be an ImageDesktop.
+// where names the guest ("a container", "a VM").
 func CheckImage(spec Spec, where string) error {
-	if spec.Code {
-		return ErrNoCode
-	}
 	if len(spec.AgentdArgs) > 0 {
 		return fmt.Errorf("agentd's arguments %q are for local guests: the guest image starts agentd itself", spec.AgentdArgs)
 	}
