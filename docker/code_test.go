@@ -60,6 +60,7 @@ log("size=%dx%d" % tuple(pyautogui.size()))
 	if err != nil || res.Traceback != "" {
 		t.Fatalf("exec: %v\n%s%s", err, res.Output, res.Traceback)
 	}
+	t.Logf("exec output:\n%s", res.Output)
 	uid, _, _ := strings.Cut(g.user, ":")
 	for _, want := range []string{"uid=" + uid + "\n", "interfaces=lo\n", "size=1280x800\n"} {
 		if !strings.Contains(res.Output, want) {
