@@ -106,7 +106,7 @@ func driveBrowser(ctx context.Context, addr, tokenFile, formURL string, out io.W
 	}
 	defer model.Close()
 
-	var lastRequest time.Time
+	var steps stepClock
 	res, runErr := runner.NewRunner(api).Run(ctx, runner.RunOptions{
 		Model:    "computer-use-exercise-browser",
 		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile.",
@@ -114,13 +114,10 @@ func driveBrowser(ctx context.Context, addr, tokenFile, formURL string, out io.W
 		Tools:    []runner.Tool{browsertool.New(ts)},
 		CallOptions: runner.CallOptions{OnEvent: func(ev runner.Event) {
 			record.Event(ev)
+			if steps.observe(ev, rep, out) {
+				return
+			}
 			switch ev.Kind {
-			case runner.EventRequest:
-				if !lastRequest.IsZero() {
-					rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
-				}
-				lastRequest = ev.Time
-				fmt.Fprintf(out, "step %d/%d\n", ev.Step, ev.MaxSteps)
 			case runner.EventFunction:
 				rep.Actions++
 				status := "ok"
@@ -128,9 +125,6 @@ func driveBrowser(ctx context.Context, addr, tokenFile, formURL string, out io.W
 					status = ev.Function.Error
 				}
 				fmt.Fprintf(out, "  %-14s %s %s\n", ev.Function.Name, status, time.Duration(ev.Duration).Round(time.Millisecond))
-			case runner.EventFinal:
-				rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
-				fmt.Fprintf(out, "final message: %s\n", ev.Message)
 			}
 		}},
 		OnDiagnostic: record.Diagnostic,

@@ -97,7 +97,7 @@ func driveCode(ctx context.Context, addr, tokenFile string, out io.Writer, cfg R
 	defer model.Close()
 
 	var bad []string
-	var lastRequest time.Time
+	var steps stepClock
 	tool := runner.NewCodeTool(client, runner.CodeOptions{BeforeCode: func(_ context.Context, c runner.CodeCallInfo) (any, error) {
 		rep.BeforeAction++
 		fmt.Fprintf(out, "  before_code %s: %d bytes of Python → approved\n", c.CallID, len(c.Code))
@@ -110,13 +110,10 @@ func driveCode(ctx context.Context, addr, tokenFile string, out io.Writer, cfg R
 		Tools:    []runner.Tool{tool},
 		CallOptions: runner.CallOptions{OnEvent: func(ev runner.Event) {
 			record.Event(ev)
+			if steps.observe(ev, rep, out) {
+				return
+			}
 			switch ev.Kind {
-			case runner.EventRequest:
-				if !lastRequest.IsZero() {
-					rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
-				}
-				lastRequest = ev.Time
-				fmt.Fprintf(out, "step %d/%d\n", ev.Step, ev.MaxSteps)
 			case runner.EventCode:
 				rep.Actions++
 				c := ev.Code
@@ -124,9 +121,6 @@ func driveCode(ctx context.Context, addr, tokenFile string, out io.Writer, cfg R
 				if c.Raised || c.Lost {
 					bad = append(bad, fmt.Sprintf("call %s raised=%v namespace lost=%v", ev.CallID, c.Raised, c.Lost))
 				}
-			case runner.EventFinal:
-				rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
-				fmt.Fprintf(out, "final message: %s\n", ev.Message)
 			}
 		}},
 		OnDiagnostic: record.Diagnostic,

@@ -87,6 +87,30 @@ type Report struct {
 	Browser bool
 }
 
+// stepClock times the steps of a run for its report, a step running from
+// its request to the next (the last to the final message), and prints the
+// step and final lines every drive shows.
+type stepClock struct{ last time.Time }
+
+// observe takes a request or final event into rep and out and reports
+// whether ev was one of them.
+func (c *stepClock) observe(ev runner.Event, rep *Report, out io.Writer) bool {
+	switch ev.Kind {
+	case runner.EventRequest:
+		if !c.last.IsZero() {
+			rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(c.last))
+		}
+		c.last = ev.Time
+		fmt.Fprintf(out, "step %d/%d\n", ev.Step, ev.MaxSteps)
+	case runner.EventFinal:
+		rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(c.last))
+		fmt.Fprintf(out, "final message: %s\n", ev.Message)
+	default:
+		return false
+	}
+	return true
+}
+
 // Run starts an exercise guest on cfg.Backend, lets the scripted model
 // drive it through the real runner and SDK, verifies the results read back
 // from the guest and takes the guest down. A mismatch is an error that
@@ -252,8 +276,8 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 		return err
 	}
 	var mu sync.Mutex
-	var lastRequest time.Time // a step runs from its request to the next
-	lookups := 0              // lookup_pickup calls answered
+	var steps stepClock
+	lookups := 0 // lookup_pickup calls answered
 	toolset := runner.New(api, client, runner.WithName("exercise"))
 	defer toolset.Close()
 	res, runErr := toolset.Run(ctx, runner.RunOptions{
@@ -287,13 +311,10 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 				record.Event(ev)
 				mu.Lock()
 				defer mu.Unlock()
+				if steps.observe(ev, rep, out) {
+					return
+				}
 				switch ev.Kind {
-				case runner.EventRequest:
-					if !lastRequest.IsZero() {
-						rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
-					}
-					lastRequest = ev.Time
-					fmt.Fprintf(out, "step %d/%d\n", ev.Step, ev.MaxSteps)
 				case runner.EventAction:
 					rep.Actions++
 				case runner.EventFunction:
@@ -305,9 +326,6 @@ func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunCo
 					if s := ev.Screenshot; s != nil {
 						fmt.Fprintf(out, "  screenshot %d×%d, %d bytes\n", s.Transform.Image.W, s.Transform.Image.H, s.Bytes)
 					}
-				case runner.EventFinal:
-					rep.StepTimes = append(rep.StepTimes, ev.Time.Sub(lastRequest))
-					fmt.Fprintf(out, "final message: %s\n", ev.Message)
 				}
 			},
 		},
