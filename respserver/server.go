@@ -19,6 +19,8 @@
 // is answered with HTTP 400 and an OpenAI-style error body, and recorded:
 // Violations and Err let a test or an exercise assert none happened. Turns
 // can inject failures: HTTP 500s, a truncated body, a delay, a hang-up.
+// A request with "stream": true is answered with the API's Server-Sent
+// Events (see Streaming), which the SDK's NewStreaming reads.
 package respserver
 
 import (
@@ -95,6 +97,8 @@ type Turn struct {
 	// Hangup closes the connection without an answer on the first Hangup
 	// attempts of this turn, as a crashed server or a proxy would.
 	Hangup int
+	// Stream shapes the answer to a streaming request (see Streaming).
+	Stream Streaming
 }
 
 // Call is a computer_call turn with the given raw JSON actions.
@@ -416,6 +420,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	truncate := turn.Truncate && attempt == turn.Hangup+turn.Fail500+1
 	s.mu.Unlock()
 
+	if wantsStream(body) {
+		if s.stream(w, r, resp, turn.Stream) {
+			s.mu.Lock()
+			s.requests[k].Handled = time.Since(start)
+			s.mu.Unlock()
+		}
+		return
+	}
 	data, _ := json.Marshal(resp)
 	if truncate {
 		data = data[:len(data)/2]
@@ -438,9 +450,6 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 	var problems []string
 	if req.Model == "" {
 		problems = append(problems, "model is required")
-	}
-	if req.Stream {
-		problems = append(problems, "stream is not supported by this server")
 	}
 	hasComputer := false
 	functions := map[string]bool{}

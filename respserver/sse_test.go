@@ -1,0 +1,109 @@
+package respserver
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+func streamClient(url string) openai.Client {
+	return openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+}
+
+func streamParams() responses.ResponseNewParams {
+	return responses.ResponseNewParams{
+		Model: "m",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("task")},
+		Tools: []responses.ToolUnionParam{
+			{OfComputer: &responses.ComputerToolParam{}},
+			{OfFunction: &responses.FunctionToolParam{Name: "lookup", Parameters: map[string]any{"type": "object"}}},
+		},
+	}
+}
+
+// The real SDK's streaming client reads the events item by item while the
+// server still holds the rest of the response back.
+func TestStreamThroughSDK(t *testing.T) {
+	seen := make(chan struct{})
+	turn := Items(ComputerCall(`{"type":"click","x":1,"y":2,"button":"left"}`), FunctionCall("lookup", `{"q":"pickup"}`), Message("all done", "final_answer"))
+	turn.Stream.AfterItem = func(i int) error {
+		if i == 0 {
+			<-seen // the client has the first item before the server goes on
+		}
+		return nil
+	}
+	s, url := Start(turn)
+	defer s.Close()
+
+	c := streamClient(url)
+	stream := c.Responses.NewStreaming(context.Background(), streamParams())
+	defer stream.Close()
+	var types []string
+	var args, text strings.Builder
+	var done []responses.ResponseOutputItemUnion
+	var final responses.Response
+	for stream.Next() {
+		ev := stream.Current()
+		types = append(types, ev.Type)
+		switch ev.Type {
+		case "response.output_item.done":
+			done = append(done, ev.Item)
+			if ev.OutputIndex == 0 {
+				close(seen)
+			}
+		case "response.function_call_arguments.delta":
+			args.WriteString(ev.Delta)
+		case "response.output_text.delta":
+			text.WriteString(ev.Delta)
+		case "response.completed":
+			final = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if types[0] != "response.created" || types[len(types)-1] != "response.completed" {
+		t.Fatalf("events %v", types)
+	}
+	if args.String() != `{"q":"pickup"}` || text.String() != "all done" {
+		t.Fatalf("deltas: args %q text %q", args.String(), text.String())
+	}
+	if len(done) != 3 || done[0].Type != "computer_call" || len(done[0].Actions) != 1 || done[0].Actions[0].X != 1 {
+		t.Fatalf("items done: %+v", done)
+	}
+	if final.Status != "completed" || len(final.Output) != 3 || final.Output[1].CallID != done[1].CallID || final.Output[2].Content[0].Text != "all done" {
+		t.Fatalf("final response: %+v", final)
+	}
+}
+
+// A cut stream gives the client the items done before the cut, then an error.
+func TestStreamCut(t *testing.T) {
+	turn := Items(FunctionCall("lookup", `{}`), FunctionCall("lookup", `{}`))
+	turn.Stream.Cut = 2
+	s, url := Start(turn)
+	defer s.Close()
+
+	c := streamClient(url)
+	stream := c.Responses.NewStreaming(context.Background(), streamParams())
+	defer stream.Close()
+	var done int
+	var completed bool
+	for stream.Next() {
+		switch stream.Current().Type {
+		case "response.output_item.done":
+			done++
+		case "response.completed":
+			completed = true
+		}
+	}
+	if stream.Err() == nil || completed || done != 1 {
+		t.Fatalf("cut stream: err %v, completed %v, items done %d", stream.Err(), completed, done)
+	}
+}
