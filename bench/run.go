@@ -159,7 +159,7 @@ func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr Size
 	if err != nil {
 		return sr, nil, err
 	}
-	return sr, append(append(input, typing...), overhead), nil
+	return sr, append(append(input, typing...), overhead...), nil
 }
 
 // openSizeBench opens the bench's desktop on g's display: the peers run

@@ -56,7 +56,7 @@ func TestRunShortBench(t *testing.T) {
 		idExecEmpty: false, idExecClick: false,
 		idBrowserReadForm: false, idBrowserReadLarge: false, idBrowserClick: false, idBrowserShot: false,
 		idComputerClickAck: false, idComputerShot: false,
-		idRunnerOverhead: false,
+		idRunnerOverhead: false, idBareLoop: true,
 	}
 	seen := map[string]bool{}
 	for _, f := range back.Figures() {

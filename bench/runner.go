@@ -2,12 +2,14 @@ package bench
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/computer"
@@ -18,6 +20,7 @@ import (
 
 const (
 	idRunnerOverhead = "runner-overhead"
+	idBareLoop       = "bare-sdk-loop-overhead"
 	// runnerSteps is how many 3-action steps the runner figure times.
 	runnerSteps = 100
 )
@@ -47,15 +50,9 @@ func (d *timedDriver) take() time.Duration {
 	return t
 }
 
-// measureRunner times the runner's own cost per step: a scripted model
-// (respserver, through the real SDK) asks for runnerSteps calls of three
-// mouse moves, the screen fitted into 1280×800; each step's wall time (one
-// request to the next) minus the model server's own time and the driver's
-// (agentd and its channel) is what the runner and the SDK add: validation,
-// events, the screenshot's base64 and the request's JSON.
-func (b *sizeBench) measureRunner(ctx context.Context) (Figure, error) {
-	b.client.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
-	defer b.client.SetView(nativeView)
+// runnerTurns is the scripted model of the runner figure and its peer:
+// a screenshot, runnerSteps calls of three mouse moves, a final message.
+func runnerTurns() []respserver.Turn {
 	turns := []respserver.Turn{respserver.Call(`{"type":"screenshot"}`)}
 	for i := range runnerSteps {
 		// Wrapped so every point stays inside the smallest bench screen (800×600).
@@ -65,7 +62,22 @@ func (b *sizeBench) measureRunner(ctx context.Context) (Figure, error) {
 			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+20, y+10),
 			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+40, y+20)))
 	}
-	turns = append(turns, respserver.Final("done"))
+	return append(turns, respserver.Final("done"))
+}
+
+// measureRunner times the runner's own cost per step: a scripted model
+// (respserver, through the real SDK) asks for runnerSteps calls of three
+// mouse moves, the screen fitted into 1280×800; each step's wall time (one
+// request to the next) minus the model server's own time and the driver's
+// (agentd and its channel) is what the runner and the SDK add: validation,
+// events, the screenshot's base64 and the request's JSON. Its peer, in the
+// same run, is a bare openai-go loop over the same steps that only decodes
+// the actions, runs them and sends the screenshot back: the ratio is what
+// the runner's checks cost beyond the SDK's own work.
+func (b *sizeBench) measureRunner(ctx context.Context) ([]Figure, error) {
+	b.client.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+	defer b.client.SetView(nativeView)
+	turns := runnerTurns()
 	srv, url := respserver.Start(turns...)
 	defer srv.Close()
 
@@ -89,20 +101,91 @@ func (b *sizeBench) measureRunner(ctx context.Context) (Figure, error) {
 			stepStart = e.Time
 		}}})
 	if err != nil {
-		return Figure{}, fmt.Errorf("runner overhead: %w", err)
+		return nil, fmt.Errorf("runner overhead: %w", err)
 	}
 	if err := srv.Err(); err != nil {
-		return Figure{}, fmt.Errorf("runner overhead: %w", err)
+		return nil, fmt.Errorf("runner overhead: %w", err)
 	}
-	// Step k runs from request k to request k+1: it holds the model's
-	// answer to request k and the driver's work on it. The first step
-	// (a screenshot alone) and the final answer are left out.
+	bare, err := b.measureBareLoop(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := timeFigure(idRunnerOverhead, "runner overhead per step (3 moves, fitted into 1280×800; minus model server and driver)", stepOverhead(srv, walls, driver))
+	f.Note = "target ≤ 5 ms"
+	f.compare(bare)
+	return []Figure{f, bare}, nil
+}
+
+// stepOverhead is each step's wall time minus the model server's and the
+// driver's. Step k runs from request k to request k+1: it holds the
+// model's answer to request k and the driver's work on it. The first step
+// (a screenshot alone) and the final answer are left out.
+func stepOverhead(srv *respserver.Server, walls, driver []time.Duration) []time.Duration {
 	reqs := srv.Requests()
 	var overhead []time.Duration
 	for k := 1; k < len(walls) && k < len(reqs); k++ {
 		overhead = append(overhead, walls[k]-reqs[k].Handled-driver[k])
 	}
-	f := timeFigure(idRunnerOverhead, "runner overhead per step (3 moves, fitted into 1280×800; minus model server and driver)", overhead)
-	f.Note = "target ≤ 5 ms"
+	return overhead
+}
+
+// measureBareLoop is the runner figure's peer: the same steps through a
+// bare openai-go loop (no validation, approvals, events or scaling checks
+// of its own), timed the same way.
+func (b *sizeBench) measureBareLoop(ctx context.Context) (Figure, error) {
+	srv, url := respserver.Start(runnerTurns()...)
+	defer srv.Close()
+	api := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("bench"), option.WithMaxRetries(0))
+	d := &timedDriver{Driver: b.client}
+	params := responses.ResponseNewParams{Model: "bench",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("move the mouse")},
+		Tools: []responses.ToolUnionParam{{OfComputer: &responses.ComputerToolParam{}}}}
+	var (
+		stepStart time.Time
+		walls     []time.Duration
+		driver    []time.Duration
+	)
+	for {
+		now := time.Now()
+		if !stepStart.IsZero() {
+			walls = append(walls, now.Sub(stepStart))
+			driver = append(driver, d.take())
+		}
+		stepStart = now
+		resp, err := api.Responses.New(ctx, params)
+		if err != nil {
+			return Figure{}, fmt.Errorf("bare loop: %w", err)
+		}
+		var call *responses.ResponseComputerToolCall
+		for _, it := range resp.Output {
+			if it.Type == "computer_call" {
+				c := it.AsComputerCall()
+				call = &c
+			}
+		}
+		if call == nil {
+			break
+		}
+		as, err := actions.DecodeList([]byte(call.JSON.Actions.Raw()))
+		if err != nil {
+			return Figure{}, fmt.Errorf("bare loop: %w", err)
+		}
+		shot, err := d.Run(ctx, as, computer.Hooks{})
+		if err != nil {
+			return Figure{}, fmt.Errorf("bare loop: %w", err)
+		}
+		out := responses.ResponseComputerToolCallOutputScreenshotParam{
+			ImageURL: openai.String("data:image/png;base64," + base64.StdEncoding.EncodeToString(shot.PNG)),
+		}
+		out.SetExtraFields(map[string]any{"detail": "original"})
+		params.PreviousResponseID = openai.String(resp.ID)
+		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{{
+			OfComputerCallOutput: &responses.ResponseInputItemComputerCallOutputParam{CallID: call.CallID, Output: out}}}}
+	}
+	if err := srv.Err(); err != nil {
+		return Figure{}, fmt.Errorf("bare loop: %w", err)
+	}
+	f := timeFigure(idBareLoop, "bare openai-go loop per step (the same steps; decode, run, send the screenshot)", stepOverhead(srv, walls, driver))
+	f.Peer = true
 	return f, nil
 }
