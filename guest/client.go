@@ -132,36 +132,50 @@ func DialWith(ctx context.Context, addr, token string, opts DialOptions) (*Clien
 }
 
 func dial(ctx, connCtx context.Context, addr, url string, hc *http.Client, token string) (*Client, error) {
+	conn, hello, err := handshake(ctx, connCtx, "dial", addr, url, hc, token, wire.Subprotocol,
+		"is busy: another controller is connected")
+	if err != nil {
+		return nil, err
+	}
+	return &Client{conn: conn, hello: hello, inbox: make(chan frame, 64), done: make(chan struct{})}, nil
+}
+
+// handshake opens a websocket on url speaking subprotocol and reads
+// agentd's hello, which must be of this client's protocol version. The
+// connection lives in connCtx; ctx bounds the wait for the hello. verb
+// names the attempt in errors; busy says what it means that agentd turned
+// the connection away because it serves as many as it can.
+func handshake(ctx, connCtx context.Context, verb, addr, url string, hc *http.Client, token, subprotocol, busy string) (*websocket.Conn, wire.Hello, error) {
 	conn, resp, err := websocket.Dial(connCtx, url, &websocket.DialOptions{
 		HTTPClient:   hc,
 		HTTPHeader:   http.Header{"Authorization": {"Bearer " + token}},
-		Subprotocols: []string{wire.Subprotocol},
+		Subprotocols: []string{subprotocol},
 	})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, fmt.Errorf("guest: dial %s: refused with HTTP %d (%s)", addr, resp.StatusCode, refusal(resp.StatusCode))
+			return nil, wire.Hello{}, fmt.Errorf("guest: %s %s: refused with HTTP %d (%s)", verb, addr, resp.StatusCode, refusal(resp.StatusCode))
 		}
-		return nil, fmt.Errorf("guest: dial %s: %w", addr, err)
+		return nil, wire.Hello{}, fmt.Errorf("guest: %s %s: %w", verb, addr, err)
 	}
 	conn.SetReadLimit(wire.MaxReplyBytes)
 	_, data, err := conn.Read(ctx)
 	if err != nil {
 		conn.CloseNow()
 		if websocket.CloseStatus(err) == websocket.StatusTryAgainLater {
-			return nil, fmt.Errorf("guest: %s is busy: another controller is connected", addr)
+			return nil, wire.Hello{}, fmt.Errorf("guest: %s %s", addr, busy)
 		}
-		return nil, fmt.Errorf("guest: reading hello from %s: %w", addr, err)
+		return nil, wire.Hello{}, fmt.Errorf("guest: reading hello from %s: %w", addr, err)
 	}
 	var hello wire.Hello
 	if err := json.Unmarshal(data, &hello); err != nil || hello.Op != wire.OpHello {
 		conn.CloseNow()
-		return nil, fmt.Errorf("guest: %s did not say hello", addr)
+		return nil, wire.Hello{}, fmt.Errorf("guest: %s did not say hello", addr)
 	}
 	if hello.Version != wire.Version {
 		conn.CloseNow()
-		return nil, fmt.Errorf("guest: %s speaks protocol %d, this client %d", addr, hello.Version, wire.Version)
+		return nil, wire.Hello{}, fmt.Errorf("guest: %s speaks protocol %d, this client %d", addr, hello.Version, wire.Version)
 	}
-	return &Client{conn: conn, hello: hello, inbox: make(chan frame, 64), done: make(chan struct{})}, nil
+	return conn, hello, nil
 }
 
 func refusal(code int) string {

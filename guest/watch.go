@@ -55,30 +55,10 @@ func Watch(ctx context.Context, addr, token string, opts WatchOptions) (*Watcher
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
-		HTTPClient:   hc,
-		HTTPHeader:   http.Header{"Authorization": {"Bearer " + token}},
-		Subprotocols: []string{wire.WatchSubprotocol},
-	})
+	conn, hello, err := handshake(ctx, ctx, "watch", addr, u, hc, token, wire.WatchSubprotocol,
+		fmt.Sprintf("has as many watchers as it serves (%d)", wire.MaxWatchers))
 	if err != nil {
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, fmt.Errorf("guest: watch %s: refused with HTTP %d (%s)", addr, resp.StatusCode, refusal(resp.StatusCode))
-		}
-		return nil, fmt.Errorf("guest: watch %s: %w", addr, err)
-	}
-	conn.SetReadLimit(wire.MaxReplyBytes)
-	_, data, err := conn.Read(ctx)
-	if err != nil {
-		conn.CloseNow()
-		if websocket.CloseStatus(err) == websocket.StatusTryAgainLater {
-			return nil, fmt.Errorf("guest: %s has as many watchers as it serves (%d)", addr, wire.MaxWatchers)
-		}
-		return nil, fmt.Errorf("guest: reading hello from %s: %w", addr, err)
-	}
-	var hello wire.Hello
-	if err := json.Unmarshal(data, &hello); err != nil || hello.Op != wire.OpHello {
-		conn.CloseNow()
-		return nil, fmt.Errorf("guest: %s did not say hello", addr)
+		return nil, err
 	}
 	return &Watcher{conn: conn, hello: hello}, nil
 }
