@@ -18,6 +18,7 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/randhex"
+	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/wire"
 )
@@ -52,16 +53,21 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	network := fs.Bool("network", false, "with --guest docker: give the container a network (default none)")
 	withConsole := fs.Bool("console", false, "serve the console for this run (the desktop live, the steps) and print its one-time URL")
 	mode := fs.String("mode", "computer", "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code); browser: the browser toolset on the guest's Chromium (agentd --browser)")
+	resume := fs.String("resume", "", "continue the run whose record is this folder (runs/<id>) from its last checkpoint, on --guest")
 	var origins originList
 	fs.Var(&origins, "allow-origin", "with --mode browser: an origin the model may navigate to (scheme://host[:port]); repeat for more")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
+       agentctl run --guest ADDR|NAME --resume runs/<id>
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
 --guest docker runs it in a fresh container (Firefox ESR and Mousepad, no
 network unless --network), removed afterwards.
 Uses OPENAI_API_KEY, and OPENAI_BASE_URL when set. Pending safety checks are
-asked on the terminal (y/N) and refused when standard input is not one.`)
+asked on the terminal (y/N) and refused when standard input is not one.
+Each run keeps checkpoints in its record (ledger/); --resume continues a run
+that stopped (crash, kill, error) from the end of its last completed step,
+with the remaining request budget, the same task and model.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +77,26 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 		return err
 	}
 	task := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	var led *ledger.File
+	var cp *runner.Checkpoint
+	if *resume != "" {
+		if task != "" {
+			return errors.New("--resume continues the recorded task; give no task")
+		}
+		start, l, c, err := resumable(*resume)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		led, cp, task, *maxSteps = l, c, start.Task, max(start.MaxSteps, 1)
+		if start.Model != "" {
+			*model = start.Model
+		}
+		if start.Mode != "" && start.Mode != "computer" {
+			return fmt.Errorf("--resume: the run used --mode %s; only computer mode runs resume so far", start.Mode)
+		}
+		*mode = "computer"
+	}
 	switch {
 	case g.addr == "":
 		return errors.New("--guest is required (or $AGENTD_ADDR)")
@@ -116,14 +142,30 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 	// stop the guest.
 	defer conn.Close()
 
-	dir := filepath.Join(*recordDir, time.Now().Format("20060102-150405")+"-"+randhex.String(3))
-	rec, err := runner.CreateRecord(dir)
-	if err != nil {
-		return err
+	var dir string
+	var rec *runner.Record
+	if cp != nil {
+		dir = *resume
+		if rec, err = runner.OpenRecord(dir); err != nil {
+			return err
+		}
+		rec.Note("resume", map[string]any{
+			"step": cp.Step, "phase": cp.Phase, "requests_left": cp.MaxSteps - cp.Step + 1,
+			"completed_calls": len(cp.Completed), "guest": g.addr, "api": apiEndpoint(),
+		})
+	} else {
+		dir = filepath.Join(*recordDir, time.Now().Format("20060102-150405")+"-"+randhex.String(3))
+		if rec, err = runner.CreateRecord(dir); err != nil {
+			return err
+		}
+		rec.Note("start", map[string]any{
+			"task": task, "model": *model, "mode": *mode, "guest": g.addr, "max_steps": *maxSteps, "api": apiEndpoint(),
+		})
+		if led, err = ledger.Open(ledgerDir(dir)); err != nil {
+			return err
+		}
+		defer led.Close()
 	}
-	rec.Note("start", map[string]any{
-		"task": task, "model": *model, "guest": g.addr, "max_steps": *maxSteps, "api": apiEndpoint(),
-	})
 	fmt.Fprintf(stdout, "run record: %s\n", dir)
 	var srv *console.Server
 	if *withConsole {
@@ -154,6 +196,7 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 			},
 		},
 		OnDiagnostic: rec.Diagnostic,
+		Ledger:       led,
 	}
 	var res *runner.RunResult
 	var runErr error
@@ -165,7 +208,11 @@ asked on the terminal (y/N) and refused when standard input is not one.`)
 	default:
 		ts := runner.New(openai.NewClient(), conn)
 		defer ts.Close()
-		res, runErr = ts.Run(ctx, opts)
+		if cp != nil {
+			res, runErr = ts.Resume(ctx, cp, opts)
+		} else {
+			res, runErr = ts.Run(ctx, opts)
+		}
 	}
 	recErr := rec.Finish(res, runErr)
 	if recErr != nil {

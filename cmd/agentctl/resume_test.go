@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentd-dev/agentd/respserver"
+)
+
+// A run that stopped (the model server failed past the SDK's retries) is
+// continued with --resume from its record: every action runs once, the
+// record says where the run resumed and ends well, and a finished run is not
+// resumed again.
+func TestRunResume(t *testing.T) {
+	failing := respserver.Call(`{"type":"type","text":"once"}`)
+	failing.Fail500 = 3 // the SDK's first try and its 2 retries
+	srv, d, dir := harness(t,
+		respserver.Call(`{"type":"screenshot"}`),
+		respserver.Call(`{"type":"click","x":10,"y":10}`),
+		failing,
+		respserver.Final("done"))
+	var out, errOut bytes.Buffer
+	err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--max-steps", "5", "--record-dir", dir, "the task"},
+		devNull(t), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "500") {
+		t.Fatalf("first run: %v\n%s", err, out.String())
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(runs) != 1 {
+		t.Fatalf("records %v", runs)
+	}
+	if err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--resume", runs[0], "another task"},
+		devNull(t), &out, &errOut); err == nil || !strings.Contains(err.Error(), "give no task") {
+		t.Fatalf("resume with a task: %v", err)
+	}
+	out.Reset()
+	if err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--resume", runs[0]},
+		devNull(t), &out, &errOut); err != nil {
+		t.Fatalf("resume: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "step 4/5") || !strings.Contains(out.String(), "done") {
+		t.Fatalf("resumed output:\n%s", out.String())
+	}
+	var kinds []string
+	for _, a := range d.actions {
+		kinds = append(kinds, string(a.Type))
+	}
+	if strings.Join(kinds, " ") != "click type" {
+		t.Fatalf("actions %v, want each once", kinds)
+	}
+	events, err := os.ReadFile(filepath.Join(runs[0], "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := string(events)
+	if strings.Count(e, `"kind":"start"`) != 1 || !strings.Contains(e, `"kind":"resume"`) || !strings.Contains(e, `"phase":"request","requests_left":3,"step":3`) ||
+		!strings.Contains(e, `"ok":true`) {
+		t.Fatalf("record:\n%s", e)
+	}
+	assertNoSecret(t, runs[0])
+	if err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--resume", runs[0]},
+		devNull(t), &out, &errOut); err == nil || !strings.Contains(err.Error(), "already finished") {
+		t.Fatalf("resuming a finished run: %v", err)
+	}
+}

@@ -1,0 +1,33 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// OpenRecord reopens the record in dir to go on writing it, as a resumed run
+// does: lines are appended, and screenshots of a step already written keep
+// their files (the next one of that step gets the next number).
+func OpenRecord(dir string) (*Record, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("run record: %w", err)
+	}
+	r := &Record{dir: dir, f: f, shots: map[int]int{}}
+	names, err := filepath.Glob(filepath.Join(dir, "step-*.png"))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("run record: %w", err)
+	}
+	for _, name := range names {
+		var step, n int
+		base := filepath.Base(name)
+		if k, _ := fmt.Sscanf(base, "step-%d-%d.png", &step, &n); k == 2 {
+			r.shots[step] = max(r.shots[step], n)
+		} else if k == 1 {
+			r.shots[step] = max(r.shots[step], 1)
+		}
+	}
+	return r, nil
+}
