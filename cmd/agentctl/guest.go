@@ -27,11 +27,12 @@ func init() {
 	local.SupervisorArgs = []string{"guest", "supervise"}
 }
 
-const guestUsage = `usage: agentctl guest <up|down|status> [flags]
+const guestUsage = `usage: agentctl guest <up|down|status|pool> [flags]
 
   up      start a guest desktop that keeps running after the command
   down    stop a guest and remove everything it left
   status  show guests: backend, display, agentd address, token file, health
+  pool    keep started guests ready for 'agentctl run --guest docker'
 
 Run 'agentctl guest <command> -h' for its flags.`
 
@@ -49,6 +50,8 @@ func runGuest(ctx context.Context, args []string) error {
 		return guestDown(ctx, args[1:])
 	case "status":
 		return guestStatus(ctx, args[1:])
+	case "pool":
+		return guestPool(ctx, args[1:])
 	case "supervise":
 		return local.Supervise(ctx, args[1:])
 	case "-h", "-help", "--help", "help":

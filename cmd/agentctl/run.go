@@ -327,10 +327,15 @@ func round(d runner.Duration) time.Duration {
 }
 
 // freshGuest starts a guest with a browser and an editor on b for one
-// 'agentctl run' ('--guest docker') and points g at it; down removes it.
+// 'agentctl run' ('--guest docker'), or takes one from a pool ('agentctl
+// guest pool'), and points g at it; down removes it.
 func freshGuest(ctx context.Context, b backend.Backend, g *guestFlags, spec backend.Spec, out io.Writer) (down func(), err error) {
-	fmt.Fprintf(out, "starting a %s guest for this run\n", b.Name())
 	spec.Desktop, spec.Progress = backend.BrowserAndEditor, guestProgress(out)
+	if d, down, ok, err := claimPooled(ctx, b, spec, out); err != nil || ok {
+		g.addr, g.tokenFile = d.Addr, d.TokenFile
+		return down, err
+	}
+	fmt.Fprintf(out, "starting a %s guest for this run\n", b.Name())
 	inst, err := b.Up(ctx, spec)
 	if err != nil {
 		return nil, err

@@ -241,6 +241,7 @@ func Down(ctx context.Context, name string, onlyStale bool) (wasRunning bool, er
 			if err := os.Remove(filepath.Join(dir, recordName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return true, fmt.Errorf("guest %q: remove its record: %w", name, err)
 			}
+			clearPool(dir)
 			_ = os.Remove(dir) // fails while kept logs are there
 			return true, nil
 		}

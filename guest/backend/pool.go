@@ -1,0 +1,153 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentd-dev/agentd/internal/randhex"
+)
+
+// A pool keeps guests started before a run asks for one ('agentctl guest
+// pool'). A pooled guest is an ordinary named guest, PoolPrefix + random
+// hex, whose directory also holds pool.json (its PoolKey), written once the
+// guest is up and healthy. A run claims one by creating the file "claimed"
+// in its directory with O_EXCL: the kernel lets exactly one creator
+// succeed, so two runs, in one process or two, never get the same guest.
+// A claimed guest is the run's: it is never given out again, and the run
+// takes it down as it would a fresh one.
+
+// PoolPrefix begins every pooled guest's name.
+const PoolPrefix = "pool-"
+
+const (
+	poolFile  = "pool.json"
+	claimFile = "claimed"
+)
+
+// PoolKey is what a run needs a pooled guest to be; only a guest with the
+// very same key is given to it.
+type PoolKey struct {
+	Backend string `json:"backend"`
+	Apps    string `json:"apps"`
+	Width   int    `json:"width"`
+	Height  int    `json:"height"`
+	Network bool   `json:"network"`
+	Code    bool   `json:"code"`
+}
+
+// KeyOf is the pool key of spec on the backend named backend.
+func KeyOf(backend string, spec Spec) PoolKey {
+	return PoolKey{Backend: backend, Apps: spec.AppsName(), Width: spec.Width, Height: spec.Height, Network: spec.Network, Code: spec.Code}
+}
+
+// PoolName is a fresh name for a pooled guest.
+func PoolName() string { return PoolPrefix + randhex.String(4) }
+
+// MarkPooled offers the named guest, up and healthy, to runs asking for key.
+func MarkPooled(name string, key PoolKey) error {
+	dir, err := Dir(name)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(key)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, poolFile+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("pool guest %q: %w", name, err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, poolFile))
+}
+
+// Offered lists the pooled guests offered for key and not claimed yet.
+func Offered(key PoolKey) ([]string, error) {
+	names, err := Named()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if !strings.HasPrefix(n, PoolPrefix) {
+			continue
+		}
+		dir, err := Dir(n)
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, poolFile))
+		if err != nil {
+			continue // still starting, or not a pool's
+		}
+		var k PoolKey
+		if json.Unmarshal(data, &k) != nil || k != key {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, claimFile)); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// TryClaim makes the named pooled guest the caller's; false when another
+// caller claimed it first.
+func TryClaim(name string) (bool, error) {
+	dir, err := Dir(name)
+	if err != nil {
+		return false, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, claimFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil // taken down meanwhile
+	case err != nil:
+		return false, fmt.Errorf("claim pooled guest %q: %w", name, err)
+	}
+	return true, f.Close()
+}
+
+// Claim takes a healthy pooled guest offered for key, or returns a nil
+// Instance when there is none. A claimed guest that turns out not to be
+// healthy is taken down and the next one tried. The caller owns the guest:
+// Down(ctx, name, false) when done.
+func Claim(ctx context.Context, key PoolKey) (inst Instance, name string, err error) {
+	names, err := Offered(key)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, n := range names {
+		ok, err := TryClaim(n)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ok {
+			continue
+		}
+		inst, err := Open(ctx, n)
+		if err == nil {
+			if st := inst.Status(ctx); st.Running && st.Health == "ok" {
+				return inst, n, nil
+			}
+			inst.Close()
+		}
+		if _, err := Down(ctx, n, false); err != nil {
+			return nil, "", err
+		}
+	}
+	return nil, "", nil
+}
+
+// clearPool removes a pooled guest's pool files once it is down.
+func clearPool(dir string) {
+	os.Remove(filepath.Join(dir, poolFile))
+	os.Remove(filepath.Join(dir, claimFile))
+}
