@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
 	"testing"
 	"time"
 
@@ -72,7 +71,7 @@ func TestRunShortBench(t *testing.T) {
 		if f.Missing != "" {
 			// A peer's tool may be missing; it must say what to install.
 			// Code mode needs python3-pil, which only AGENTD_REQUIRE_X insists on.
-			codeMode := (f.ID == idExecEmpty || f.ID == idExecClick) && os.Getenv("AGENTD_REQUIRE_X") == ""
+			codeMode := (f.ID == idExecEmpty || f.ID == idExecClick) && !prereq.X.Required()
 			if !peer && !codeMode {
 				t.Errorf("%s: our own figure is missing: %s", f.ID, f.Missing)
 			} else {

@@ -28,6 +28,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"golang.org/x/sys/unix"
 
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
@@ -374,10 +375,7 @@ func shmSegments(t *testing.T) map[string]bool {
 	t.Helper()
 	data, err := os.ReadFile("/proc/sysvipc/shm")
 	if err != nil {
-		if os.Getenv("AGENTD_REQUIRE_X") != "" {
-			t.Fatalf("missing /proc/sysvipc/shm (AGENTD_REQUIRE_X is set): %v", err)
-		}
-		t.Skipf("missing prerequisite /proc/sysvipc/shm: %v", err)
+		prereq.Missing(t, prereq.X, "/proc/sysvipc/shm: %v", err)
 	}
 	ids := map[string]bool{}
 	pid := fmt.Sprint(os.Getpid())
@@ -588,11 +586,9 @@ func freeDisplay(t *testing.T) string {
 // waits for it to accept connections.
 func startXvfb(t *testing.T, display string, w, h int) *xserver {
 	t.Helper()
+	prereq.Programs(t, prereq.X, "Xvfb")
 	cmd := exec.Command("Xvfb", display, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp", "-noreset")
 	if err := cmd.Start(); err != nil {
-		if _, lookErr := exec.LookPath("Xvfb"); lookErr != nil && os.Getenv("AGENTD_REQUIRE_X") == "" {
-			t.Skipf("missing prerequisite: Xvfb is not installed: %v", lookErr)
-		}
 		t.Fatal(err)
 	}
 	s := &xserver{display: display, cmd: cmd, exited: make(chan struct{})}

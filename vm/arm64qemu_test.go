@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -142,8 +141,8 @@ func TestArm64AgentdUnderQemu(t *testing.T) {
 const qemuToken = "qemu-arm64-test-token-0123456789abcdef"
 
 // startQemuAgentd runs bin under qemu on display and returns the address
-// agentd listens on. agentd is stopped (SIGTERM, as the entrypoint does)
-// when the test ends; its output is logged if the test failed.
+// agentd listens on. agentd is stopped when the test ends; its output is
+// logged if the test failed.
 func startQemuAgentd(t *testing.T, qemu, bin, display string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -152,45 +151,9 @@ func startQemuAgentd(t *testing.T, qemu, bin, display string) string {
 		t.Fatal(err)
 	}
 	addrFile := filepath.Join(dir, "addr")
-	var out agentdtest.SyncBuffer
 	cmd := exec.Command(qemu, bin, "--display", display, "--listen", "127.0.0.1:0",
 		"--addr-file", addrFile, "--token-file", tokenFile)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start agentd under qemu: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("agentd (arm64, qemu) output:\n%s", out.String())
-		}
-	})
-
-	// Emulated, agentd takes a while to start: wait for its address file,
-	// or for it to end.
-	deadline := time.NewTimer(2 * time.Minute)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
-		select {
-		case err := <-exited:
-			exited <- err // for the cleanup
-			t.Fatalf("agentd under qemu exited before listening: %v\n%s", err, out.String())
-		case <-deadline.C:
-			t.Fatalf("agentd under qemu wrote no address within 2 minutes\n%s", out.String())
-		case <-tick.C:
-		}
-	}
+	// Emulated, agentd takes a while to start.
+	addr, _ := agentdtest.Start(t, cmd, addrFile, 2*time.Minute)
+	return addr
 }
