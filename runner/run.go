@@ -71,6 +71,8 @@ type RunOptions struct {
 	Control *RunControl
 	// Ledger, if set, receives the run's checkpoints (see Ledger).
 	Ledger Ledger
+	// Stream, if set, reads each response as a stream (see Streaming).
+	Stream *Streaming
 
 	// resume is the state a resumed run starts from.
 	resume *session
@@ -253,7 +255,7 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		sent := time.Now()
 		// The SDK may retry this HTTP request; that is safe because local
 		// calls only run between requests, never inside one.
-		resp, err := l.responses.New(ctx, params, requestOptions...)
+		resp, err := l.create(ctx, &opts, params, requestOptions)
 		took := time.Since(sent)
 		if err != nil {
 			// The request may have been billed without our seeing its usage.
