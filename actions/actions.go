@@ -1,6 +1,6 @@
 // Package actions defines the computer tool's actions as typed values: strict
-// JSON decoding, validation with clear messages, key-name parsing, and the
-// Input interface through which a guest performs them.
+// JSON decoding, validation with clear messages and key-name parsing, in pure
+// Go; package executor performs them on an input.Device.
 //
 // Field names are the API's own (snake_case). Anything the driver could not
 // perform faithfully is an error here, before any action of a batch runs.

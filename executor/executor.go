@@ -1,3 +1,7 @@
+// Package executor performs the computer tool's actions (package actions) in
+// screen coordinates on an input.Device: clicks, drags, scrolls, typing and
+// waits, each built from single presses and releases, and releases whatever
+// it holds when an action fails or is cancelled.
 package executor
 
 import (
