@@ -54,10 +54,11 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	withConsole := fs.Bool("console", false, "serve the console for this run (the desktop live, the steps) and print its one-time URL")
 	mode := fs.String("mode", "computer", "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code); browser: the browser toolset on the guest's Chromium (agentd --browser)")
 	resume := fs.String("resume", "", "continue the run whose record is this folder (runs/<id>) from its last checkpoint, on --guest")
+	stream := fs.Bool("stream", false, "read each response as a stream and print the model's text as it arrives")
 	var origins originList
 	fs.Var(&origins, "allow-origin", "with --mode browser: an origin the model may navigate to (scheme://host[:port]); repeat for more")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] "task"
+		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream] "task"
        agentctl run --guest ADDR|NAME --resume runs/<id>
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
@@ -197,6 +198,9 @@ with the remaining request budget, the same task and model.`)
 		},
 		OnDiagnostic: rec.Diagnostic,
 		Ledger:       led,
+	}
+	if *stream {
+		opts.Stream = streamText(stdout)
 	}
 	var res *runner.RunResult
 	var runErr error

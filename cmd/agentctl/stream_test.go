@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/respserver"
+)
+
+// watchWriter is a buffer that closes seen once its text holds want.
+type watchWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := strings.Contains(w.buf.String(), w.want)
+	w.buf.Write(p)
+	if !had && strings.Contains(w.buf.String(), w.want) {
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// --stream prints the model's text while the response is still arriving:
+// the server holds the stream after the message until it is printed.
+func TestRunStreamPrintsTextAsItArrives(t *testing.T) {
+	out := &watchWriter{want: "looking \uFFFD[2J first", seen: make(chan struct{})}
+	turn := respserver.Items(respserver.Message("looking \x1b[2J first", "commentary"), respserver.ComputerCall(`{"type":"screenshot"}`))
+	turn.Stream.AfterItem = func(i int) error {
+		if i != 0 {
+			return nil
+		}
+		select {
+		case <-out.seen:
+			return nil
+		case <-time.After(time.Minute):
+			return errors.New("the message was not printed while the stream was held")
+		}
+	}
+	srv, _, dir := harness(t, turn, respserver.Final("all done"))
+	var errOut bytes.Buffer
+	err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--record-dir", dir, "--stream", "look"}, devNull(t), out, &errOut)
+	if err != nil {
+		t.Fatalf("%v\n%s%s", err, out.String(), errOut.String())
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if o := out.String(); !strings.Contains(o, "looking \uFFFD[2J first\n") || strings.Contains(o, "\x1b") {
+		t.Fatalf("output:\n%q", o)
+	}
+}
