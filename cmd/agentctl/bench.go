@@ -14,6 +14,9 @@ func init() {
 }
 
 func runBench(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "--guest-start" {
+		return benchGuestStart(ctx, args[1:])
+	}
 	opts, asJSON, err := parseBenchFlags(args)
 	if err != nil {
 		return err
