@@ -47,6 +47,7 @@ func (b Backend) Up(ctx context.Context, spec backend.Spec) (backend.Instance, e
 		}
 		cfg.Network = cfg.Network || spec.Network
 		cfg.Code = cfg.Code || spec.Code
+		cfg.Browser = cfg.Browser || spec.Browser
 		cfg.Apps, cfg.URL, cfg.File, cfg.ConfigDir = apps.Apps, apps.URL, apps.File, apps.ConfigDir
 		if cfg.Build == nil {
 			cfg.Build = buildHere()

@@ -108,6 +108,9 @@ type Config struct {
 	// Code starts agentd with --code (AGENTD_CODE=1): Python code
 	// execution, with the container's network (none without Network).
 	Code bool
+	// Browser starts agentd with --browser (AGENTD_BROWSER=1): Chromium for
+	// the browser toolset, its sandbox kept under BrowserSeccomp.
+	Browser bool
 	// Build, if set, builds Image with these options when it is missing
 	// (Build.Tag is replaced by Image). Nil: a missing image is an error.
 	Build *BuildOptions
@@ -340,7 +343,10 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 		}
 	}
 
-	create := createOptions(cfg, img.ID, runAs, home, g.StateDir)
+	create, err := createOptions(cfg, img.ID, runAs, home, g.StateDir)
+	if err != nil {
+		return fail(err)
+	}
 	say(fmt.Sprintf("creating container %s from %s", cfg.Name, cfg.Image))
 	created, err := cli.ContainerCreate(ctx, create)
 	if err != nil {
@@ -428,7 +434,7 @@ func open(ctx context.Context, cli *client.Client, name, stateRoot string) (*Gue
 
 // createOptions is the container's whole configuration; every hardening
 // setting is here.
-func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string) client.ContainerCreateOptions {
+func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string) (client.ContainerCreateOptions, error) {
 	env := []string{"SCREEN_SIZE=" + cfg.Size, "GUEST_APPS=" + strings.Join(cfg.Apps, " ")}
 	if cfg.URL != "" {
 		env = append(env, "GUEST_URL="+cfg.URL)
@@ -441,6 +447,15 @@ func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string)
 	}
 	if cfg.Code {
 		env = append(env, "AGENTD_CODE=1")
+	}
+	security := []string{"no-new-privileges:true"}
+	if cfg.Browser {
+		env = append(env, "AGENTD_BROWSER=1")
+		profile, err := BrowserSeccomp()
+		if err != nil {
+			return client.ContainerCreateOptions{}, err
+		}
+		security = append(security, "seccomp="+string(profile))
 	}
 	netMode := container.NetworkMode("none")
 	var exposed network.PortSet
@@ -469,7 +484,7 @@ func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string)
 			NetworkMode:    netMode,
 			PortBindings:   published,
 			CapDrop:        []string{"ALL"},
-			SecurityOpt:    []string{"no-new-privileges:true"},
+			SecurityOpt:    security,
 			ReadonlyRootfs: true,
 			Tmpfs: map[string]string{
 				"/tmp": "rw,nosuid,nodev,noexec,size=512m",
@@ -489,7 +504,7 @@ func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string)
 				PidsLimit:  &pids,
 			},
 		},
-	}
+	}, nil
 }
 
 // findImage inspects the image, building it first when it is missing and

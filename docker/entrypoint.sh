@@ -23,6 +23,9 @@
 #                  means the container's own address, for a published port
 #   AGENTD_CODE    1: agentd serves Python code execution (--code); empty or
 #                  0: it refuses it (empty)
+#   AGENTD_BROWSER 1: agentd starts Chromium for the browser toolset
+#                  (--browser); the container needs docker.BrowserSeccomp
+#                  for Chromium's sandbox; empty or 0: no browser (empty)
 #   XAUTHORITY     the X cookie file, written fresh at every start
 # agentd's private directory /run/agentd (a bind mount, 0700) must hold the
 # token file "token" (0600, owned by this user); agentd's unix socket
@@ -37,6 +40,7 @@ file="${GUEST_FILE:-}"
 config_dir="${GUEST_CONFIG_DIR:-}"
 listen="${AGENTD_LISTEN:-127.0.0.1:7010}"
 code="${AGENTD_CODE:-}"
+browser="${AGENTD_BROWSER:-}"
 run_dir=/run/agentd
 token_file="$run_dir/token"
 socket="$run_dir/agentd.sock"
@@ -131,6 +135,7 @@ for app in $apps; do
   esac
 done
 [[ "$code" =~ ^[01]?$ ]] || die "AGENTD_CODE=$code: want 1, 0 or empty"
+[[ "$browser" =~ ^[01]?$ ]] || die "AGENTD_BROWSER=$browser: want 1, 0 or empty"
 [ -z "$config_dir" ] || [ -d "$config_dir" ] || die "GUEST_CONFIG_DIR=$config_dir is not a directory"
 if [ -n "$file" ] && [[ "$file" != /* ]]; then
   file="$HOME/$file"
@@ -210,6 +215,7 @@ done
 
 agentd_args=(--display "$display" --listen "$listen" --addr-file "$addr_file" --token-file "$token_file" --socket "$socket")
 [ "$code" != 1 ] || agentd_args+=(--code)
+[ "$browser" != 1 ] || agentd_args+=(--browser)
 start agentd agentd "${agentd_args[@]}"
 
 # Watch: the first child to end ends the container.

@@ -22,7 +22,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
@@ -140,11 +139,8 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	}
 	fmt.Fprintf(out, "starting the exercise desktop in a %s guest (Xvfb, openbox, the form, Firefox ESR, mousepad, agentd)…\n", b.Name())
 	spec := backend.Spec{
-		Width: desktop.ScreenWidth, Height: desktop.ScreenHeight, Desktop: desktop.Apps, AgentdPath: cfg.AgentdPath, Code: cfg.Code,
+		Width: desktop.ScreenWidth, Height: desktop.ScreenHeight, Desktop: desktop.Apps, AgentdPath: cfg.AgentdPath, Code: cfg.Code, Browser: cfg.Browser,
 		Progress: func(line string) { fmt.Fprintf(out, "  %s\n", line) },
-	}
-	if cfg.Browser {
-		spec.AgentdArgs = browserrpc.LocalAgentdArgs()
 	}
 	g, err := b.Up(ctx, spec)
 	if err != nil {

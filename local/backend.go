@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/healthz"
 )
@@ -123,6 +124,9 @@ func upIn(ctx context.Context, spec backend.Spec, work string) (*instance, error
 	cfg.AgentdArgs = append(cfg.AgentdArgs, spec.AgentdArgs...)
 	if spec.Code {
 		cfg.AgentdArgs = append(cfg.AgentdArgs, "--code")
+	}
+	if spec.Browser {
+		cfg.AgentdArgs = append(cfg.AgentdArgs, browserrpc.LocalAgentdArgs()...)
 	}
 	var prep Prepared
 	if d, ok := spec.Desktop.(Desktop); ok {

@@ -73,6 +73,9 @@ func startSupervisor(ctx context.Context, spec backend.Spec) (backend.Instance, 
 	if spec.Code {
 		args = append(args, "--code")
 	}
+	if spec.Browser {
+		args = append(args, "--browser")
+	}
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{readyW} // fd 3: the supervisor reports there
@@ -142,6 +145,7 @@ func Supervise(ctx context.Context, args []string) error {
 	agentd := fs.String("agentd", "", "agentd binary")
 	keepLogs := fs.Bool("keep-logs", false, "keep the logs after down")
 	code := fs.Bool("code", false, "start agentd with --code")
+	browser := fs.Bool("browser", false, "start agentd with --browser")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,7 +157,7 @@ func Supervise(ctx context.Context, args []string) error {
 		writeReport(report, supervisorReport{Error: err.Error()})
 		return err
 	}
-	spec := backend.Spec{Name: *name, AgentdPath: *agentd, KeepLogs: *keepLogs, Code: *code}
+	spec := backend.Spec{Name: *name, AgentdPath: *agentd, KeepLogs: *keepLogs, Code: *code, Browser: *browser}
 	if _, err := fmt.Sscanf(*size, "%dx%d", &spec.Width, &spec.Height); err != nil {
 		return fail(fmt.Errorf("--size %q: %w", *size, err))
 	}

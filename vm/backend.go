@@ -30,6 +30,9 @@ func (Backend) Check(spec backend.Spec) error {
 	if spec.Network {
 		return errors.New("a VM guest is reached through Lima's forward only (--network is for --backend docker)")
 	}
+	if spec.Browser {
+		return errors.New("--browser is for --backend local and docker so far: the VM's agentd does not start Chromium yet")
+	}
 	return backend.CheckImage(spec, "a VM")
 }
 

@@ -21,7 +21,7 @@ func runExercise(ctx context.Context, args []string) error {
 	where := fs.String("guest", "local", "where the exercise desktop runs: local, docker (a fresh container) or vm (a fresh Lima VM); removed afterwards")
 	recordDir := fs.String("record-dir", "runs", "parent folder of the run record")
 	agentdPath := fs.String("agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")
-	mode := fs.String("mode", "computer", "computer: the scripted model uses the computer tool; code: it writes Python (exec_py); browser: it fills the form through the browser toolset on agentd's Chromium (local guest)")
+	mode := fs.String("mode", "computer", "computer: the scripted model uses the computer tool; code: it writes Python (exec_py); browser: it fills the form through the browser toolset on agentd's Chromium (local or docker guest)")
 	live := fs.Bool("live", false, "a real model instead of the scripted one, through OPENAI_API_KEY (and OPENAI_BASE_URL when set); computer mode; verified the same way")
 	model := fs.String("model", exercise.DefaultLiveModel, "with --live: the model")
 	if err := fs.Parse(args); err != nil {
@@ -42,9 +42,6 @@ func runExercise(ctx context.Context, args []string) error {
 		return errors.New("--live is for --mode computer so far")
 	case *live && os.Getenv("OPENAI_API_KEY") == "":
 		return exercise.ErrNoAPIKey
-	}
-	if *mode == "browser" && *where != "local" {
-		return fmt.Errorf("--mode browser is for --guest local so far: the guest image does not start agentd with --browser yet")
 	}
 	b, err := backend.Get(*where)
 	if err != nil {

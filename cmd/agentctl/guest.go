@@ -72,6 +72,7 @@ type upOptions struct {
 	keepLogs bool
 	network  bool
 	code     bool
+	browser  bool
 }
 
 func (o *upOptions) register(fs *flag.FlagSet) {
@@ -83,6 +84,7 @@ func (o *upOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep a local guest's logs after down")
 	fs.BoolVar(&o.network, "network", false, "give a docker guest a network (default: none; agentd is then also published on 127.0.0.1)")
 	fs.BoolVar(&o.code, "code", false, "start agentd with --code: Python code execution for agentctl exec and code mode")
+	fs.BoolVar(&o.browser, "browser", false, "start agentd with --browser: Chromium with its sandbox for the browser toolset (local and docker guests; docker adds a seccomp profile allowing the sandbox's user namespaces)")
 }
 
 // check validates the options and returns the backend and the guest's spec.
@@ -108,7 +110,7 @@ func (o *upOptions) check() (backend.Backend, backend.Spec, error) {
 			return nil, spec, fmt.Errorf("--apps %s needs --size %dx%d: its layout is fixed", o.apps, dw, dh)
 		}
 	}
-	spec = backend.Spec{Name: o.name, Width: w, Height: h, Desktop: d, Network: o.network, AgentdPath: o.agentd, KeepLogs: o.keepLogs, Code: o.code}
+	spec = backend.Spec{Name: o.name, Width: w, Height: h, Desktop: d, Network: o.network, AgentdPath: o.agentd, KeepLogs: o.keepLogs, Code: o.code, Browser: o.browser}
 	if err := b.Check(spec); err != nil {
 		return nil, spec, err
 	}

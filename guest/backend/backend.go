@@ -140,6 +140,9 @@ type Spec struct {
 	KeepLogs bool
 	// Code starts agentd with --code: Python code execution.
 	Code bool
+	// Browser starts agentd with --browser: Chromium for the browser
+	// toolset, its sandbox kept (local and docker).
+	Browser bool
 	// AgentdArgs are more arguments for a local guest's agentd (the
 	// bench's --browser).
 	AgentdArgs []string
