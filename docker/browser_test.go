@@ -56,6 +56,34 @@ func TestBrowserSeccomp(t *testing.T) {
 	}
 }
 
+// TestBrowserOptions: only a guest with the browser gets AGENTD_BROWSER=1
+// and the browser's profile; both keep no-new-privileges and drop every
+// capability.
+func TestBrowserOptions(t *testing.T) {
+	profile, err := BrowserSeccomp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, browser := range []bool{false, true} {
+		opts, err := createOptions(Config{Browser: browser, Size: "1280x800"}, "sha256:x", ids{1000, 1000}, "/home/agent", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := opts.HostConfig
+		want := []string{"no-new-privileges:true"}
+		if browser {
+			want = append(want, "seccomp="+string(profile))
+		}
+		if !slices.Equal(hc.SecurityOpt, want) || !slices.Equal(hc.CapDrop, []string{"ALL"}) || len(hc.CapAdd) > 0 {
+			t.Errorf("browser %v: SecurityOpt has %d entries, CapDrop %v, CapAdd %v: want %d entries, ALL dropped",
+				browser, len(hc.SecurityOpt), hc.CapDrop, hc.CapAdd, len(want))
+		}
+		if got := slices.Contains(opts.Config.Env, "AGENTD_BROWSER=1"); got != browser {
+			t.Errorf("browser %v: AGENTD_BROWSER=1 in the environment: %v", browser, got)
+		}
+	}
+}
+
 // TestBrowserSandboxed: with Config.Browser the container keeps every
 // hardening setting (no capabilities, no-new-privileges) and adds only the
 // browser's seccomp profile; agentd's Chromium starts with its sandbox:
