@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -162,15 +161,7 @@ func guestLogs(g *Guest) string {
 // select_option and click, and the record read back out of the container
 // is exactly what it typed.
 func TestBrowserExerciseRunsInContainer(t *testing.T) {
-	needImage(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	rep, err := exercise.Run(ctx, exercise.RunConfig{Out: &out, RecordDir: t.TempDir(), Backend: "docker", Browser: true})
-	t.Logf("exercise output:\n%s", out.String())
-	if err != nil {
-		t.Fatalf("browser exercise in a container: %v", err)
-	}
+	rep, _ := runExercise(t, exercise.RunConfig{Browser: true})
 	if !rep.Browser || rep.Steps == 0 {
 		t.Errorf("report %+v: want a browser run with steps", rep)
 	}

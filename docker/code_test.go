@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -20,19 +19,11 @@ import (
 // network, non-root) and leave the record and note the native exercise
 // leaves, read back out of the container and checked the same way.
 func TestCodeExerciseRunsInContainer(t *testing.T) {
-	needImage(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	rep, err := exercise.Run(ctx, exercise.RunConfig{Out: &out, RecordDir: t.TempDir(), Backend: "docker", Code: true})
-	t.Logf("exercise output:\n%s", out.String())
-	if err != nil {
-		t.Fatalf("code-mode exercise in a container: %v", err)
-	}
+	rep, out := runExercise(t, exercise.RunConfig{Code: true})
 	if rep.Steps != 4 || rep.Actions != 3 || rep.BeforeAction != 3 {
 		t.Errorf("steps %d, code calls %d, approvals %d; want 4, 3, 3", rep.Steps, rep.Actions, rep.BeforeAction)
 	}
-	if !strings.Contains(out.String(), "guest up: docker container agentd-guest-") {
+	if !strings.Contains(out, "guest up: docker container agentd-guest-") {
 		t.Errorf("the output does not say the guest is a container")
 	}
 }
