@@ -22,6 +22,7 @@ func guestPool(ctx context.Context, args []string) error {
 	apps := fs.String("apps", "desktop", "applications, as for 'guest up' (agentctl run takes desktop guests)")
 	network := fs.Bool("network", false, "guests with a network, for 'agentctl run --network'")
 	code := fs.Bool("code", false, "guests whose agentd runs code, for 'agentctl run --mode code'")
+	browser := fs.Bool("browser", false, "guests whose agentd drives Chromium, for 'agentctl run --mode browser'")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func guestPool(ctx context.Context, args []string) error {
 		return err
 	}
 	// The spec a run asks for (run.go's freshGuest): the desktop's own size.
-	spec := backend.Spec{Desktop: d, Network: *network, Code: *code}
+	spec := backend.Spec{Desktop: d, Network: *network, Code: *code, Browser: *browser}
 	if err := b.Check(spec); err != nil {
 		return err
 	}

@@ -39,11 +39,12 @@ type PoolKey struct {
 	Height  int    `json:"height"`
 	Network bool   `json:"network"`
 	Code    bool   `json:"code"`
+	Browser bool   `json:"browser"`
 }
 
 // KeyOf is the pool key of spec on the backend named backend.
 func KeyOf(backend string, spec Spec) PoolKey {
-	return PoolKey{Backend: backend, Apps: spec.AppsName(), Width: spec.Width, Height: spec.Height, Network: spec.Network, Code: spec.Code}
+	return PoolKey{Backend: backend, Apps: spec.AppsName(), Width: spec.Width, Height: spec.Height, Network: spec.Network, Code: spec.Code, Browser: spec.Browser}
 }
 
 // PoolName is a fresh name for a pooled guest.

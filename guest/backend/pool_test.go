@@ -137,3 +137,18 @@ func TestClaimSkipsAndRemovesSickGuests(t *testing.T) {
 		t.Errorf("Claim = %q, %v; want the healthy %s", name, err, b)
 	}
 }
+
+// Every option that changes what a guest can do is part of its pool key, so a
+// run never gets a guest without the code service or the browser it needs.
+func TestKeyOfTellsEveryOptionApart(t *testing.T) {
+	base := Spec{}
+	specs := map[string]Spec{"plain": base, "network": {Network: true}, "code": {Code: true}, "browser": {Browser: true}, "size": {Width: 800, Height: 600}}
+	seen := map[PoolKey]string{}
+	for name, spec := range specs {
+		k := KeyOf("docker", spec)
+		if other, dup := seen[k]; dup {
+			t.Errorf("specs %q and %q have the same pool key %+v", name, other, k)
+		}
+		seen[k] = name
+	}
+}
