@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
+
+	"github.com/agentd-dev/agentd/internal/onerun"
 )
 
 // BrowserToolset offers a driver's browser methods to the model as function
@@ -20,9 +21,7 @@ type BrowserToolset struct {
 	confirm      ConfirmFunc
 	urlPolicy    URLPolicyFunc
 
-	mu      sync.Mutex
-	running bool
-	closed  bool
+	gate onerun.Gate
 }
 
 // Option configures New.
@@ -215,12 +214,10 @@ const (
 
 // Status reports whether the toolset is open, draining or closed.
 func (t *BrowserToolset) Status() Status {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case !t.closed:
+	switch t.gate.State() {
+	case onerun.Open:
 		return StatusOpen
-	case t.running:
+	case onerun.Draining:
 		return StatusDraining
 	}
 	return StatusClosed
@@ -230,27 +227,14 @@ func (t *BrowserToolset) Status() Status {
 // (cancel its context for that), so a driver callback may call it, and it
 // never closes the browser. It always returns nil.
 func (t *BrowserToolset) Close() error {
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
+	t.gate.Close()
 	return nil
 }
 
 func (t *BrowserToolset) acquire() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
-	}
-	if t.running {
-		return ErrBusy
-	}
-	t.running = true
-	return nil
+	return t.gate.Acquire(ErrClosed, ErrBusy)
 }
 
 func (t *BrowserToolset) release() {
-	t.mu.Lock()
-	t.running = false
-	t.mu.Unlock()
+	t.gate.Release()
 }

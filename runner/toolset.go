@@ -34,7 +34,8 @@ package runner
 import (
 	"context"
 	"fmt"
-	"sync"
+
+	"github.com/agentd-dev/agentd/internal/onerun"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -118,9 +119,7 @@ type Toolset struct {
 	name           string
 	requestOptions []option.RequestOption
 
-	mu      sync.Mutex
-	running bool
-	closed  bool
+	gate onerun.Gate
 
 	// image is the image space of the last screenshot Execute returned; it
 	// is only touched by the one Execute that holds the toolset.
@@ -152,12 +151,10 @@ func New(client openai.Client, d Driver, opts ...Option) *Toolset {
 
 // Status reports whether the toolset is open, draining or closed.
 func (t *Toolset) Status() Status {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case !t.closed:
+	switch t.gate.State() {
+	case onerun.Open:
 		return StatusOpen
-	case t.running:
+	case onerun.Draining:
 		return StatusDraining
 	}
 	return StatusClosed
@@ -167,31 +164,18 @@ func (t *Toolset) Status() Status {
 // (cancel its context for that) and never stops the guest. It always
 // returns nil.
 func (t *Toolset) Close() error {
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
+	t.gate.Close()
 	return nil
 }
 
 // acquire claims the toolset for one run or call, failing at once when it
 // is closed or busy.
 func (t *Toolset) acquire() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
-	}
-	if t.running {
-		return ErrBusy
-	}
-	t.running = true
-	return nil
+	return t.gate.Acquire(ErrClosed, ErrBusy)
 }
 
 func (t *Toolset) release() {
-	t.mu.Lock()
-	t.running = false
-	t.mu.Unlock()
+	t.gate.Release()
 }
 
 // approval runs one approval callback and decides, failing closed. A panic
