@@ -24,7 +24,7 @@ var hostPackages = []string{
 func TestHostPackagesNeedNoCgo(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("needs the go command on PATH to list dependencies")
+		t.Skip("missing prerequisite: the go command on PATH, to list dependencies")
 	}
 	list := exec.Command(goBin, append([]string{"list", "-deps", "-f",
 		"{{if not .Standard}}{{.ImportPath}} {{len .CgoFiles}}{{end}}"}, hostPackages...)...)

@@ -55,7 +55,7 @@ func (l *timedLedger) Save(data []byte) error {
 func TestMeasureLedgerGrowth(t *testing.T) {
 	steps, _ := strconv.Atoi(os.Getenv("AGENTD_MEASURE_LEDGER"))
 	if steps < 2 {
-		t.Skip("set AGENTD_MEASURE_LEDGER=<steps> (e.g. 200) to measure the ledger")
+		t.Skip("requires AGENTD_MEASURE_LEDGER=<steps> (e.g. 200): a measurement, not a check")
 	}
 	// An incompressible screenshot of about 32 KiB, like a busy desktop's PNG
 	// at a small view.
