@@ -43,20 +43,20 @@ bench-go: build ## Run the Go micro-benchmarks (capture, encode, scale, input, e
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved under testdata/fuzz and fails.
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./actions/
-	$(GO) test -run '^$$' -fuzz '^FuzzExecute$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./executor/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseKey$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./actions/
-	$(GO) test -run '^$$' -fuzz '^FuzzKeysym$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./input/xtest/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./agentd/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseServerMessage$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./guest/
-	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./codeexec/
-	$(GO) test -run '^$$' -fuzz '^FuzzToScreen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scaling/
-	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./scaling/
-	$(GO) test -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pngenc/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeArguments$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./browser/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./browser/
-	$(GO) test -run '^$$' -fuzz '^FuzzSafeInteger$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./browser/
-	$(GO) test -run '^$$' -fuzz '^FuzzReportedURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./browser/
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecode ./actions/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzExecute ./executor/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseKey ./actions/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzKeysym ./input/xtest/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecodeRequest ./agentd/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseServerMessage ./guest/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzReadFrame ./codeexec/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzToScreen ./scaling/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzNew ./scaling/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzEncode ./pngenc/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecodeArguments ./browser/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseJSON ./browser/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzSafeInteger ./browser/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzReportedURL ./browser/ $(FUZZTIME)
 
 # The fault, attack and soak tests `make reliability` runs (with -race, on
 # private Xvfb displays), and the soak's length: SOAK screenshots and SOAK
