@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
 // Ledger receives a run's checkpoints (docs/design.md, "Ledger and resume"): a pending one before each
-// request, and one before and one after every local call. Each Save gets an
+// request, one when a response with calls arrives, and one before and one
+// after every local call. Each Save gets an
 // independent, complete copy; *ledger.File is the default, crash-safe one.
 type Ledger interface {
 	Save(data []byte) error
@@ -22,6 +26,7 @@ type Ledger interface {
 // The phases of a checkpoint.
 const (
 	PhaseRequest    = "request"     // the request Step is about to be sent
+	PhaseResponse   = "response"    // Step's response came with calls; none has started
 	PhaseBeforeCall = "before_call" // CallID is about to run: if nothing follows, it is uncertain
 	PhaseAfterCall  = "after_call"  // CallID completed
 )
@@ -65,19 +70,140 @@ func LoadCheckpoint(data []byte) (*Checkpoint, error) {
 	return &cp, nil
 }
 
-// ErrUncertain means a checkpoint was taken inside a response's calls, so
-// a call may have been performed without its completion being recorded.
-var ErrUncertain = errors.New("the checkpoint is inside a response's calls")
+// ErrUncertain means a checkpoint was taken just before a call ran, so the
+// call may have been performed without its completion being recorded, and
+// no RunOptions.Reconcile said whether it was.
+var ErrUncertain = errors.New("a call of the checkpoint was attempted and is not known to be completed")
 
-// resumeFrom sets a run's options to continue from cp: the pending request
-// with its input, the remaining request budget and the completed history.
-// Only a checkpoint at the end of a completed step (phase request) resumes:
-// a call phase may hide an action that ran, and a checkpoint never
-// authorizes running it again.
-func resumeFrom(cp *Checkpoint, opts *RunOptions) (*session, error) {
-	if cp.Phase != PhaseRequest {
-		return nil, fmt.Errorf("%w (%s of call %s in step %d): reconcile it on the real desktop and start a new run from there",
-			ErrUncertain, cp.Phase, cp.CallID, cp.Step)
+// Reconciliation is a caller's answer about an Uncertain call, after
+// looking at the real desktop (or whatever the call acts on).
+type Reconciliation string
+
+const (
+	// Done: the call's effects happened. It counts as completed and is
+	// not run again; its output is a fresh screenshot (computer calls) or
+	// a text saying the call ran and its result was not recorded.
+	Done Reconciliation = "done"
+	// NotDone: the call had no effect. It runs again, approvals first.
+	NotDone Reconciliation = "not-done"
+)
+
+// Uncertain is a call that a checkpoint says was about to run (its
+// before_call checkpoint has no after_call): it may or may not have been
+// performed.
+type Uncertain struct {
+	Step       int
+	ResponseID string
+	CallID     string
+	// Type is the output item's type (computer_call, function_call, ...).
+	Type string
+	// Actions are a computer call's actions.
+	Actions []actions.Action
+	// Name and Arguments are a function call's.
+	Name, Arguments string
+}
+
+// Uncertain returns the call cp leaves uncertain, or nil if there is none.
+// An MCP approval request is never uncertain: answering it has no local
+// effect, so it is simply asked again.
+func (cp *Checkpoint) Uncertain() (*Uncertain, error) {
+	if cp.Phase != PhaseBeforeCall {
+		return nil, nil
+	}
+	resp, err := cp.response()
+	if err != nil {
+		return nil, err
+	}
+	for _, item := range resp.Output {
+		if item.CallID != cp.CallID || item.CallID == "" {
+			continue
+		}
+		u := &Uncertain{Step: cp.Step, ResponseID: resp.ID, CallID: cp.CallID, Type: item.Type}
+		switch item.Type {
+		case "computer_call":
+			for i, raw := range item.Actions {
+				a, err := actions.Decode([]byte(raw.RawJSON()))
+				if err != nil {
+					return nil, fmt.Errorf("checkpoint: call %s action %d: %w", cp.CallID, i, err)
+				}
+				u.Actions = append(u.Actions, a)
+			}
+		case "function_call":
+			fc := item.AsFunctionCall()
+			u.Name, u.Arguments = fc.Name, fc.Arguments
+		}
+		return u, nil
+	}
+	for _, item := range resp.Output {
+		if item.Type == "mcp_approval_request" && item.ID == cp.CallID {
+			return nil, nil
+		}
+	}
+	return nil, fmt.Errorf("checkpoint: call %s is not in response %s", cp.CallID, resp.ID)
+}
+
+// response decodes the response a call-phase checkpoint is about.
+func (cp *Checkpoint) response() (*responses.Response, error) {
+	if len(cp.Response) == 0 {
+		return nil, fmt.Errorf("checkpoint: phase %s of step %d has no response", cp.Phase, cp.Step)
+	}
+	var resp responses.Response
+	if err := json.Unmarshal(cp.Response, &resp); err != nil {
+		return nil, fmt.Errorf("checkpoint: response: %w", err)
+	}
+	return &resp, nil
+}
+
+// batch is the response a resumed run stopped in, with what the
+// checkpoint says of its calls.
+type batch struct {
+	resp *responses.Response
+	// outputs answer the calls completed before the stop, in order.
+	outputs responses.ResponseInputParam
+	// uncertain is the call after them that may have run, and answer the
+	// caller's reconciliation of it.
+	uncertain string
+	answer    Reconciliation
+}
+
+// resumeFrom sets a run's options to continue from cp with the remaining
+// request budget and the completed history: from the pending request
+// (phase request), or inside the response's calls (the other phases),
+// where the calls completed keep their recorded outputs, the uncertain one
+// is answered by Reconcile and the calls not yet started run. A checkpoint
+// never authorizes running an uncertain call again: only NotDone does.
+func resumeFrom(ctx context.Context, cp *Checkpoint, opts *RunOptions) (*session, error) {
+	var b *batch
+	switch cp.Phase {
+	case PhaseRequest:
+	case PhaseResponse, PhaseBeforeCall, PhaseAfterCall:
+		resp, err := cp.response()
+		if err != nil {
+			return nil, err
+		}
+		b = &batch{resp: resp}
+		for _, raw := range cp.Outputs {
+			b.outputs = append(b.outputs, param.Override[responses.ResponseInputItemUnionParam](raw))
+		}
+		u, err := cp.Uncertain()
+		if err != nil {
+			return nil, err
+		}
+		if u != nil {
+			if opts.Reconcile == nil {
+				return nil, fmt.Errorf("%w (call %s of step %d): set a reconciliation after checking the desktop", ErrUncertain, cp.CallID, cp.Step)
+			}
+			answer, err := opts.Reconcile(ctx, *u)
+			if err != nil {
+				return nil, fmt.Errorf("reconciling call %s: %w", cp.CallID, err)
+			}
+			if answer != Done && answer != NotDone {
+				return nil, fmt.Errorf("reconciling call %s: the answer is %q, want %q or %q", cp.CallID, answer, Done, NotDone)
+			}
+			b.uncertain, b.answer = u.CallID, answer
+		}
+	default:
+		return nil, fmt.Errorf("checkpoint: unknown phase %q", cp.Phase)
 	}
 	var input responses.ResponseInputParam
 	if len(cp.Input) > 0 && string(cp.Input) != "null" {
@@ -94,14 +220,17 @@ func resumeFrom(cp *Checkpoint, opts *RunOptions) (*session, error) {
 	if opts.ImageSpace == (scaling.Size{}) {
 		opts.ImageSpace = cp.ImageSpace
 	}
-	return &session{step: cp.Step - 1, attempted: cp.Attempted, completed: cp.Completed, usage: cp.Usage}, nil
+	return &session{step: cp.Step - 1, attempted: cp.Attempted, completed: cp.Completed, usage: cp.Usage, batch: b}, nil
 }
 
 // Resume continues a run from its checkpoint cp with the same tools; opts
 // are the run's options (model, tools, callbacks) and opts.Ledger goes on
-// receiving checkpoints. See resumeFrom for what resumes.
+// receiving checkpoints. A checkpoint inside a response's calls resumes
+// there without asking the model again; an uncertain call is first put to
+// opts.Reconcile (ErrUncertain without it). Approvals are asked again for
+// every call that runs after the resume. See resumeFrom.
 func (t *Toolset) Resume(ctx context.Context, cp *Checkpoint, opts RunOptions) (*RunResult, error) {
-	x, err := resumeFrom(cp, &opts)
+	x, err := resumeFrom(ctx, cp, &opts)
 	if err != nil {
 		return nil, &RunError{Err: err}
 	}
@@ -111,13 +240,71 @@ func (t *Toolset) Resume(ctx context.Context, cp *Checkpoint, opts RunOptions) (
 
 // Resume is Toolset.Resume for a Runner.
 func (r *Runner) Resume(ctx context.Context, cp *Checkpoint, opts RunOptions) (*RunResult, error) {
-	x, err := resumeFrom(cp, &opts)
+	x, err := resumeFrom(ctx, cp, &opts)
 	if err != nil {
 		return nil, &RunError{Err: err}
 	}
 	opts.resume = x
 	return r.Run(ctx, opts)
 }
+
+// reenter takes a resumed run back into the response it stopped in. calls
+// are the response's calls, prepared again; the first len(b.outputs)
+// completed before the stop and keep their outputs. An uncertain call
+// reconciled Done is answered without running it (and checkpointed as
+// completed); NotDone leaves it to run. It returns the outputs so far and
+// the calls still to run, which go through approval as any call does.
+func (b *batch) reenter(ctx context.Context, s *Step, calls []Call, save func(phase, callID string, outputs responses.ResponseInputParam) error) (responses.ResponseInputParam, []Call, error) {
+	done := len(b.outputs)
+	if done > len(calls) {
+		return nil, nil, fmt.Errorf("checkpoint: %d outputs for the %d calls of response %s", done, len(calls), b.resp.ID)
+	}
+	outputs := slices.Clip(b.outputs)
+	if b.uncertain == "" {
+		return outputs, calls[done:], nil
+	}
+	if done == len(calls) || calls[done].CallID() != b.uncertain {
+		return nil, nil, fmt.Errorf("checkpoint: call %s is not call %d of response %s", b.uncertain, done, b.resp.ID)
+	}
+	if b.answer == NotDone {
+		return outputs, calls[done:], nil
+	}
+	c := calls[done]
+	out, err := answerDone(ctx, s, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	outputs = append(outputs, out)
+	if err := save(PhaseAfterCall, c.CallID(), outputs); err != nil {
+		return nil, nil, err
+	}
+	return outputs, calls[done+1:], nil
+}
+
+// answerDone answers a call reconciled as performed, without performing
+// it: a computer call with a fresh screenshot (what the model needs to go
+// on, acknowledging the call's safety checks, which were approved since it
+// ran); a function or code call with a text saying so, since its result
+// was never recorded and running it again could repeat its effects.
+func answerDone(ctx context.Context, s *Step, c Call) (responses.ResponseInputItemUnionParam, error) {
+	var zero responses.ResponseInputItemUnionParam
+	switch c := c.(type) {
+	case *plan:
+		look := *c
+		look.actions = []actions.Action{{Type: actions.Screenshot}}
+		return look.Execute(ctx, s)
+	case *functionCall, *codeCall:
+		s.Completed(c.CallID())
+		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+			CallID: openai.String(c.CallID()),
+			Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(DoneOutputText)},
+		}}, nil
+	}
+	return zero, fmt.Errorf("call %s was reconciled as done, but a %T cannot be answered without running it", c.CallID(), c)
+}
+
+// DoneOutputText answers a function or code call reconciled as done.
+const DoneOutputText = "[this call was performed before the run was interrupted and resumed; its result was not recorded. Call it again if you need the result and repeating it is safe.]"
 
 // checkpoint saves the run's state, if a ledger is set. A failed save stops
 // the run: continuing would leave effects no checkpoint knows of.

@@ -67,7 +67,7 @@ func TestCheckpointsAtEveryBoundary(t *testing.T) {
 		t.Fatal(err)
 	}
 	noViolations(t, srv)
-	want := []string{PhaseRequest, PhaseBeforeCall, PhaseAfterCall, PhaseRequest, PhaseBeforeCall, PhaseAfterCall, PhaseRequest}
+	want := []string{PhaseRequest, PhaseResponse, PhaseBeforeCall, PhaseAfterCall, PhaseRequest, PhaseResponse, PhaseBeforeCall, PhaseAfterCall, PhaseRequest}
 	if !slices.Equal(led.phases, want) {
 		t.Fatalf("checkpoints %v, want %v", led.phases, want)
 	}
@@ -91,8 +91,8 @@ func TestResumeAfterACrashBeforeARequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The 4th checkpoint is the pending one of request 2.
-			led := &crashLedger{f: f, crashAt: 4}
+			// The 5th checkpoint is the pending one of request 2.
+			led := &crashLedger{f: f, crashAt: 5}
 			o := opts(CallOptions{})
 			o.MaxSteps = 6
 			if stateless {
@@ -151,8 +151,8 @@ func TestResumeRefusesACheckpointInsideTheCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	// The 5th checkpoint is before the click.
-	led := &crashLedger{f: f, crashAt: 5}
+	// The 7th checkpoint is before the click.
+	led := &crashLedger{f: f, crashAt: 7}
 	o := opts(CallOptions{})
 	o.Ledger = led
 	if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {

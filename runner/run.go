@@ -71,6 +71,10 @@ type RunOptions struct {
 	Control *RunControl
 	// Ledger, if set, receives the run's checkpoints (see Ledger).
 	Ledger Ledger
+	// Reconcile answers, on Resume, whether the call a checkpoint left
+	// uncertain was performed (see Uncertain); without it such a
+	// checkpoint does not resume.
+	Reconcile func(context.Context, Uncertain) (Reconciliation, error)
 	// Stream, if set, reads each response as a stream (see Streaming).
 	Stream *Streaming
 
@@ -207,9 +211,10 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	start := time.Now()
 	x := &session{maxSteps: opts.MaxSteps, onEvent: opts.OnEvent, approveMCP: opts.ApproveMCP, ctl: opts.Control}
 	first := 1
+	var b *batch // the response a resumed run stopped in
 	if r := opts.resume; r != nil {
 		x.attempted, x.completed, x.usage = r.attempted, r.completed, r.usage
-		first = r.step + 1
+		first, b = r.step+1, r.batch
 	}
 	defer x.ctl.begin(nil)
 	params := responses.ResponseNewParams{Model: opts.Model, Input: firstInput(opts),
@@ -248,24 +253,32 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, x.fail(fmt.Errorf("cancelled before request %d: %w", step, err))
 		}
-		if err := l.checkpoint(x, opts.Ledger, Checkpoint{Phase: PhaseRequest}, &params); err != nil {
-			return nil, x.fail(err)
-		}
-		x.event(Event{Kind: EventRequest, CallIDs: answered})
-		sent := time.Now()
-		// The SDK may retry this HTTP request; that is safe because local
-		// calls only run between requests, never inside one.
-		resp, err := l.create(ctx, &opts, params, requestOptions)
-		took := time.Since(sent)
-		if err != nil {
-			// The request may have been billed without our seeing its usage.
-			x.usage.Incomplete = true
-			observe(opts.OnDiagnostic, Diagnostic{API: "responses", Stage: "request", Reason: "error", Member: l.name, Duration: Duration(took)})
-			return nil, x.fail(fmt.Errorf("request %d of %d: %w", step, opts.MaxSteps, err))
+		var resp *responses.Response
+		var took time.Duration
+		var usage *Usage
+		if b != nil {
+			// Resumed inside this response: it is not asked for again.
+			resp = b.resp
+		} else {
+			if err := l.checkpoint(x, opts.Ledger, Checkpoint{Phase: PhaseRequest}, &params); err != nil {
+				return nil, x.fail(err)
+			}
+			x.event(Event{Kind: EventRequest, CallIDs: answered})
+			sent := time.Now()
+			// The SDK may retry this HTTP request; that is safe because local
+			// calls only run between requests, never inside one.
+			r, err := l.create(ctx, &opts, params, requestOptions)
+			took = time.Since(sent)
+			if err != nil {
+				// The request may have been billed without our seeing its usage.
+				x.usage.Incomplete = true
+				observe(opts.OnDiagnostic, Diagnostic{API: "responses", Stage: "request", Reason: "error", Member: l.name, Duration: Duration(took)})
+				return nil, x.fail(fmt.Errorf("request %d of %d: %w", step, opts.MaxSteps, err))
+			}
+			resp, usage = r, usageOf(r)
+			x.usage.add(usage)
 		}
 		x.responseID = resp.ID
-		usage := usageOf(resp)
-		x.usage.add(usage)
 		s := &Step{x: x}
 		calls, final, claimErr := l.claim(s, resp)
 		// From here the caller may supply outputs for these calls (for
@@ -307,9 +320,10 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; nothing of it was executed",
 				ErrStepLimit, step, opts.MaxSteps, resp.ID, strings.Join(callIDs, ", ")))
 		}
+		var pre responses.ResponseInputParam // outputs from before a resume
 		save := func(phase, callID string, outputs responses.ResponseInputParam) error {
 			cp := Checkpoint{Phase: phase, CallID: callID, Response: json.RawMessage(resp.RawJSON())}
-			for _, o := range outputs {
+			for _, o := range append(slices.Clip(pre), outputs...) {
 				raw, err := json.Marshal(o)
 				if err != nil {
 					return fmt.Errorf("checkpoint: %w", err)
@@ -318,7 +332,19 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			}
 			return l.checkpoint(x, opts.Ledger, cp, &params)
 		}
+		var err error
+		if b != nil {
+			pre, calls, err = b.reenter(ctx, s, calls, save)
+			b = nil
+		} else {
+			err = save(PhaseResponse, "", nil)
+		}
+		if err != nil {
+			x.ctl.end()
+			return nil, x.fail(err)
+		}
 		outputs, err := respond(ctx, s, calls, save)
+		outputs = append(pre, outputs...)
 		texts := x.ctl.end()
 		if err != nil {
 			return nil, x.fail(err)

@@ -67,6 +67,8 @@ type session struct {
 	onEvent    func(Event)
 	approveMCP func(context.Context, MCPApprovalRequest) (any, error)
 	ctl        *RunControl
+	// batch is the response a resumed run re-enters (nil otherwise).
+	batch *batch
 }
 
 func (x *session) fail(err error) *RunError {

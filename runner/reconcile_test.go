@@ -1,0 +1,185 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/agentd-dev/agentd/ledger"
+	"github.com/agentd-dev/agentd/respserver"
+)
+
+// A response with two computer calls, the second carrying a safety check:
+// a run that dies at any of its checkpoints resumes there, in both the
+// stored and the local-history mode. The calls completed before the stop
+// are not run again, the response is not asked for again, the uncertain
+// call runs again only when reconciled NotDone (Done answers it with a
+// fresh screenshot), a call not started runs without asking, and the
+// safety check is asked again for a call that runs after the resume.
+func TestResumeInsideAResponse(t *testing.T) {
+	check := respserver.SafetyCheck{ID: "sc_1", Code: "confirm", Message: "really?"}
+	script := func() []respserver.Turn {
+		second := respserver.ComputerCall(`{"type":"type","text":"ab"}`)
+		second["pending_safety_checks"] = []any{map[string]any{"id": check.ID, "code": check.Code, "message": check.Message}}
+		return []respserver.Turn{
+			respserver.Call(shot),
+			respserver.Items(respserver.ComputerCall(`{"type":"click","x":3,"y":4}`), second),
+			respserver.Final("done"),
+		}
+	}
+	// The checkpoints of the run: request 1, response, before and after
+	// the screenshot call, request 2, response, before and after the click,
+	// before and after the typing, request 3.
+	const beforeShot, beforeClick, beforeType = 3, 7, 9
+	for _, stateless := range []bool{false, true} {
+		for crashAt := 1; crashAt <= 11; crashAt++ {
+			answers := []Reconciliation{""}
+			if crashAt == beforeShot || crashAt == beforeClick || crashAt == beforeType {
+				answers = []Reconciliation{Done, NotDone}
+			}
+			for _, answer := range answers {
+				name := fmt.Sprintf("stored/crash at %d", crashAt)
+				if stateless {
+					name = fmt.Sprintf("local history/crash at %d", crashAt)
+				}
+				if answer != "" {
+					name += "/" + string(answer)
+				}
+				t.Run(name, func(t *testing.T) {
+					resumeInsideAResponse(t, script(), stateless, crashAt, answer, check.ID)
+				})
+			}
+		}
+	}
+}
+
+func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, stateless bool, crashAt int, answer Reconciliation, checkID string) {
+	ts, srv, d := setup(t, turns...)
+	dir := t.TempDir()
+	f, err := ledger.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approvals atomic.Int32
+	o := func() RunOptions {
+		o := opts(CallOptions{ApproveSafetyChecks: func(_ context.Context, _ CallInfo, cs []SafetyCheck) (any, error) {
+			approvals.Add(1)
+			return len(cs) == 1 && cs[0].ID == checkID, nil
+		}})
+		o.MaxSteps = 5
+		if stateless {
+			o.Store = openai.Bool(false)
+		}
+		return o
+	}
+	first := o()
+	first.Ledger = &crashLedger{f: f, crashAt: crashAt}
+	if _, err := ts.Run(context.Background(), first); !errors.Is(err, errCrash) {
+		t.Fatalf("run: %v, want the simulated crash", err)
+	}
+	f.Close()
+	before, approvedBefore := d.kinds(), approvals.Load()
+
+	f, err = ledger.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	led := &crashLedger{f: f}
+	cp := led.last(t)
+	u, err := cp.Uncertain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (u != nil) != (answer != "") {
+		t.Fatalf("checkpoint %s of call %s: uncertain %+v", cp.Phase, cp.CallID, u)
+	}
+	asked := 0
+	again := o()
+	again.Input, again.Ledger = "", led
+	again.Reconcile = func(_ context.Context, got Uncertain) (Reconciliation, error) {
+		asked++
+		if got.CallID != cp.CallID || got.Type != "computer_call" || len(got.Actions) != 1 {
+			t.Errorf("uncertain %+v, want call %s", got, cp.CallID)
+		}
+		return answer, nil
+	}
+	res, err := ts.Resume(context.Background(), cp, again)
+	if err != nil {
+		t.Fatal(err, srv.Violations())
+	}
+	noViolations(t, srv)
+	if asked != len(answers(answer)) {
+		t.Fatalf("Reconcile asked %d times", asked)
+	}
+	if res.FinalMessage != "done" || res.Steps != 3 || srv.Served() != 3 {
+		t.Fatalf("result %+v after %d requests served", res, srv.Served())
+	}
+	// Every action ran once, except an uncertain one reconciled Done, which
+	// (the crash came before it) never ran.
+	want := map[string]int{"click": 1, "type": 1}
+	if answer == Done {
+		want[map[int]string{7: "click", 9: "type"}[crashAt]] = 0
+	}
+	got := map[string]int{}
+	for _, k := range d.kinds() {
+		got[k]++
+	}
+	if got["click"] != want["click"] || got["type"] != want["type"] {
+		t.Fatalf("actions %v then %v, want %v", before, d.kinds(), want)
+	}
+	// The safety check is asked again when the typing runs after the
+	// resume, and only then.
+	typedAfter := got["type"] > 0 && !strings.Contains(strings.Join(before, " "), "type")
+	if n := approvals.Load() - approvedBefore; (n == 1) != typedAfter || n > 1 {
+		t.Fatalf("%d approvals after the resume (typed after it: %v)", n, typedAfter)
+	}
+}
+
+// answers is the reconciliations a resume should ask for: one if the
+// test gives an answer.
+func answers(a Reconciliation) []Reconciliation {
+	if a == "" {
+		return nil
+	}
+	return []Reconciliation{a}
+}
+
+// Without Reconcile, or with an answer that is neither Done nor NotDone,
+// an uncertain call does not resume and the desktop is untouched.
+func TestResumeNeedsAReconciliation(t *testing.T) {
+	ts, _, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
+	f, err := ledger.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	led := &crashLedger{f: f, crashAt: 7} // before the click
+	o := opts(CallOptions{})
+	o.Ledger = led
+	if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {
+		t.Fatalf("run: %v", err)
+	}
+	calls := len(d.Calls())
+	cp := led.last(t)
+	for _, rec := range []func(context.Context, Uncertain) (Reconciliation, error){
+		nil,
+		func(context.Context, Uncertain) (Reconciliation, error) { return "maybe", nil },
+		func(context.Context, Uncertain) (Reconciliation, error) { return "", errors.New("nobody is there") },
+	} {
+		o := opts(CallOptions{})
+		o.Reconcile = rec
+		_, err := ts.Resume(context.Background(), cp, o)
+		if err == nil || (rec == nil) != errors.Is(err, ErrUncertain) {
+			t.Fatalf("resume: %v", err)
+		}
+	}
+	if len(d.Calls()) != calls {
+		t.Fatal("a refused resume touched the desktop")
+	}
+}
