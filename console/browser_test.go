@@ -284,13 +284,20 @@ func TestConsoleInChromium(t *testing.T) {
 			drags: s.querySelectorAll('g.mark-drag').length,
 			scrolls: s.querySelectorAll('g.mark-scroll').length,
 			scrollArrow: ['x1', 'y1', 'x2', 'y2'].map(k => s.querySelector('g.mark-scroll line').getAttribute(k)).join(','),
+			scrollHead: s.querySelectorAll('g.mark-scroll polygon').length,
+			clickButton: s.querySelector('g.mark-click .mark-button').textContent,
+			dragPoints: s.querySelector('g.mark-drag polyline').getAttribute('points'),
+			// On the path's second segment, far from a straight first→last line.
+			dragThrough: s.querySelector('g.mark-drag polyline').isPointInStroke(new DOMPoint(410, 210)),
+			dragStraight: s.querySelector('g.mark-drag polyline').isPointInStroke(new DOMPoint(200, 150)),
 			labels: [...s.querySelectorAll('.mark-label')].map(e => e.textContent),
 			approval: s.querySelector('.approval').textContent,
 			final: document.querySelector('#run-end .final').textContent,
 		};
 	})()`))
 	want := map[string]any{"img": "/api/runs/" + runName + "/step-001.png", "loaded": 1280.0, "clicks": 1.0, "drags": 1.0, "scrolls": 1.0,
-		"scrollArrow": "640,400,640,448",
+		"scrollArrow": "640,400,640,448", "scrollHead": 1.0, "clickButton": "left",
+		"dragPoints": "100,100 400,120 420,300 200,320 300,200", "dragThrough": true, "dragStraight": false,
 		"labels":      []any{"3. type 12 chars"}, "final": "The form is submitted."}
 	for k, v := range want {
 		if fmt.Sprint(got[k]) != fmt.Sprint(v) {

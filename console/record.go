@@ -16,7 +16,9 @@ import (
 
 // A run record is read by this file for every format version agentctl has
 // ever written (runner.RecordVersion): version 0 has no header line,
-// version 1 starts with {"kind":"record","version":1}. A line of a kind it
+// version 1 starts with {"kind":"record","version":1}; version 2 adds a
+// drag's path to its action line (older drags are drawn first to last,
+// all their summary holds). A line of a kind it
 // does not know is skipped, never an error: a record is read as far as it
 // makes sense.
 
@@ -93,18 +95,26 @@ type Action struct {
 }
 
 // Mark is how an action is drawn: a click (Button), a move, a drag from
-// (X,Y) to (X2,Y2), a scroll at (X,Y) by (DX,DY), or a label for what has
-// no point (typed text, shown by its length only, and keys).
+// (X,Y) to (X2,Y2) through Path (every point, when the record has it), a
+// scroll at (X,Y) by (DX,DY), or a label for what has no point (typed
+// text, shown by its length only, and keys).
 type Mark struct {
-	Kind   string `json:"kind"`
-	X      int    `json:"x"`
-	Y      int    `json:"y"`
-	X2     int    `json:"x2,omitempty"`
-	Y2     int    `json:"y2,omitempty"`
-	DX     int    `json:"dx,omitempty"`
-	DY     int    `json:"dy,omitempty"`
-	Button string `json:"button,omitempty"`
-	Label  string `json:"label,omitempty"`
+	Kind   string  `json:"kind"`
+	X      int     `json:"x"`
+	Y      int     `json:"y"`
+	X2     int     `json:"x2,omitempty"`
+	Y2     int     `json:"y2,omitempty"`
+	DX     int     `json:"dx,omitempty"`
+	DY     int     `json:"dy,omitempty"`
+	Button string  `json:"button,omitempty"`
+	Label  string  `json:"label,omitempty"`
+	Path   []Point `json:"path,omitempty"`
+}
+
+// Point is a point of a drag's path.
+type Point struct {
+	X int `json:"x"`
+	Y int `json:"y"`
 }
 
 // Approval is a question asked of a person, and its answer.
@@ -134,8 +144,9 @@ type line struct {
 	Message    string          `json:"message"`
 	Data       json.RawMessage `json:"data"`
 	Action     *struct {
-		Summary string `json:"summary"`
-		Error   string `json:"error"`
+		Summary string  `json:"summary"`
+		Error   string  `json:"error"`
+		Path    []Point `json:"path"`
 	} `json:"action"`
 	Approval *struct {
 		Kind     string `json:"kind"`
@@ -259,8 +270,12 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 				continue
 			}
 			st := stepOf(&l)
+			m := markOf(l.Action.Summary)
+			if m != nil && m.Kind == "drag" && len(l.Action.Path) >= 2 {
+				m.Path = l.Action.Path
+			}
 			st.Actions = append(st.Actions, Action{CallID: l.CallID, Summary: l.Action.Summary, Error: l.Action.Error,
-				DurationS: l.Duration, Mark: markOf(l.Action.Summary)})
+				DurationS: l.Duration, Mark: m})
 		case "screenshot":
 			if l.Screenshot == nil {
 				continue

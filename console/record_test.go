@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/scaling"
@@ -40,6 +42,9 @@ func writeRun(t testing.TB, runs, id string) {
 		samplePNG(t, 1280, 800, color.RGBA{R: 60, G: 160, B: 90, A: 255}))
 }
 
+// dragPath is the recorded drag's path: not a straight line.
+var dragPath = []actions.Point{{X: 100, Y: 100}, {X: 400, Y: 120}, {X: 420, Y: 300}, {X: 200, Y: 320}, {X: 300, Y: 200}}
+
 // writeRunShots is writeRun with the two screenshots given (1280×800).
 func writeRunShots(t testing.TB, runs, id string, shot1, shot2 []byte) {
 	t.Helper()
@@ -63,8 +68,12 @@ func writeRunShots(t testing.TB, runs, id string, shot1, shot2 []byte) {
 	rec.Note("approval_by", map[string]any{"call_id": "call_2", "kind": runner.ApprovalSafetyChecks, "by": "the console", "approved": true})
 	ev(runner.Event{Kind: runner.EventApprovalAnswered, Step: 2, CallID: "call_2", Approval: &runner.ApprovalEvent{Kind: runner.ApprovalSafetyChecks, Index: -1, Checks: checks, Approved: true, Reason: "approved on the terminal"}})
 	for i, s := range []string{"click left (640,400)", "drag (100,100)→(300,200) 5 points", "type 12 chars", "scroll (640,400) by (0,300)"} {
+		var path []actions.Point
+		if strings.HasPrefix(s, "drag") {
+			path = dragPath
+		}
 		ev(runner.Event{Kind: runner.EventAction, Step: 2, CallID: "call_2", Duration: runner.Duration(3 * time.Millisecond),
-			Action: &runner.ActionEvent{Index: i, Summary: s, Result: computer.ActionResult{Index: i, OK: true}}})
+			Action: &runner.ActionEvent{Index: i, Summary: s, Path: path, Result: computer.ActionResult{Index: i, OK: true}}})
 	}
 	ev(runner.Event{Kind: runner.EventScreenshot, Step: 2, CallID: "call_2", Duration: runner.Duration(15 * time.Millisecond),
 		Screenshot: &runner.ScreenshotEvent{Transform: tr, Bytes: 900, PNG: shot2}})
@@ -78,7 +87,7 @@ func writeRunShots(t testing.TB, runs, id string, shot1, shot2 []byte) {
 	}
 }
 
-// A record as this package writes it today (version 1) is read into steps:
+// A record as this package writes it today (runner.RecordVersion) is read into steps:
 // each step's actions on the screenshot the model chose them from, the
 // approval and its answer, timings and tokens, the final message.
 func TestReadRunCurrentVersion(t *testing.T) {
@@ -103,7 +112,7 @@ func TestReadRunCurrentVersion(t *testing.T) {
 	}
 	wantMarks := []Mark{
 		{Kind: "click", Button: "left", X: 640, Y: 400},
-		{Kind: "drag", X: 100, Y: 100, X2: 300, Y2: 200},
+		{Kind: "drag", X: 100, Y: 100, X2: 300, Y2: 200, Path: []Point{{100, 100}, {400, 120}, {420, 300}, {200, 320}, {300, 200}}},
 		{Kind: "label", Label: "type 12 chars"},
 		{Kind: "scroll", X: 640, Y: 400, DY: 300},
 	}
@@ -134,6 +143,14 @@ func TestReadRunOlderVersionsAndDamage(t *testing.T) {
 	}
 	if run.Version != 0 || run.Task != "Fill the pickup form" || len(run.StepList) != 3 || !run.OK {
 		t.Fatalf("version 0 read as %+v", run.RunSummary)
+	}
+	// Version 1: no drag path; the drag is drawn from its summary.
+	v1 := regexp.MustCompile(`"path":\[[^\]]*\],`).ReplaceAll(bytes.Replace(data, []byte(`"version":2`), []byte(`"version":1`), 1), nil)
+	if run, err = parseRun(bytes.NewReader(v1), "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if m := run.StepList[1].Actions[1].Mark; run.Version != 1 || !reflect.DeepEqual(*m, Mark{Kind: "drag", X: 100, Y: 100, X2: 300, Y2: 200}) {
+		t.Fatalf("version 1 (%d) drag read as %+v", run.Version, m)
 	}
 	cut := v0[:bytes.Index(v0, []byte(`"kind":"final"`))+5]
 	run, err = parseRun(bytes.NewReader(cut), "cut")

@@ -208,6 +208,7 @@ func (c *computerTool) before(ctx context.Context, s *Step, info ActionInfo) err
 	s.Event(Event{Kind: EventApprovalAsked, CallID: info.CallID,
 		Approval: &ApprovalEvent{Kind: ApprovalBeforeAction, Index: info.Index, Summary: summary}})
 	info.Action = cloneAction(info.Action)
+	info.Actions = cloneActions(info.Actions)
 	ok, reason, err := approval(func() (any, error) { return f(ctx, info) })
 	return answered(ctx, s, ok, reason, err,
 		&ApprovalError{Kind: ApprovalBeforeAction, CallID: info.CallID, Index: info.Index, Subject: summary},
@@ -335,7 +336,7 @@ func (c *computerTool) beforeStep(ctx context.Context, s *Step, callID string, a
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("cancelled before the screenshot of call %s: %w", callID, err)
 		}
-		return c.before(ctx, s, ActionInfo{CallID: callID, Index: st.Index, Action: actions.Action{Type: actions.Screenshot}, IsFinalScreenshot: true})
+		return c.before(ctx, s, ActionInfo{CallID: callID, Index: st.Index, Action: actions.Action{Type: actions.Screenshot}, IsFinalScreenshot: true, Actions: as})
 	}
 	if st.Index < 0 || st.Index >= len(as) {
 		return fmt.Errorf("the driver asked about action %d of a call with %d", st.Index, len(as))
@@ -343,7 +344,7 @@ func (c *computerTool) beforeStep(ctx context.Context, s *Step, callID string, a
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cancelled before call %s action %d: %w", callID, st.Index, err)
 	}
-	return c.before(ctx, s, ActionInfo{CallID: callID, Index: st.Index, Action: as[st.Index]})
+	return c.before(ctx, s, ActionInfo{CallID: callID, Index: st.Index, Action: as[st.Index], Actions: as})
 }
 
 // actionEvent reports one ended action; failure is why it failed.
@@ -353,6 +354,9 @@ func actionEvent(s *Step, callID string, i int, as []actions.Action, r computer.
 		summary = as[i].String()
 	}
 	ev := &ActionEvent{Index: i, Summary: summary, Result: r}
+	if i < len(as) && as[i].Type == actions.Drag {
+		ev.Path = slices.Clone(as[i].Path)
+	}
 	if !r.OK {
 		ev.Error = failure
 		if ev.Error == "" {

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/scaling"
 )
@@ -130,8 +131,11 @@ type ActionEvent struct {
 	Index int `json:"index"`
 	// Summary is the action in short (actions.Action.String): typed text is
 	// never included, only its length.
-	Summary string                `json:"summary"`
-	Result  computer.ActionResult `json:"result"`
+	Summary string `json:"summary"`
+	// Path is a drag's path, every point (the summary names the first and
+	// the last only): coordinates, never text.
+	Path   []actions.Point       `json:"path,omitempty"`
+	Result computer.ActionResult `json:"result"`
 	// Error is why the action failed ("" when it succeeded).
 	Error string `json:"error,omitempty"`
 }

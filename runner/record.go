@@ -55,8 +55,9 @@ func CreateRecord(dir string) (*Record, error) {
 }
 
 // RecordVersion is the version of the run record format this package
-// writes. Version 1 added the first line that carries it.
-const RecordVersion = 1
+// writes. Version 1 added the first line that carries it; version 2 adds
+// each drag's path to its action line.
+const RecordVersion = 2
 
 // Dir is the record's folder.
 func (r *Record) Dir() string { return r.dir }

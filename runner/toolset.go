@@ -89,6 +89,9 @@ type ActionInfo struct {
 	Action actions.Action
 	// IsFinalScreenshot is set for the screenshot that answers the call.
 	IsFinalScreenshot bool
+	// Actions are the call's actions, in order (a copy): what the person
+	// asked sees around the one asked about.
+	Actions []actions.Action
 }
 
 // CallOptions are the callbacks that govern executing computer calls. Both

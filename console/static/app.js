@@ -209,12 +209,12 @@ function marks(shot, acts) {
     const num = (x, y) => { const t = svg('text', { x: x + 14, y: y - 10, class: 'mark-text' }); t.textContent = n; return t; };
     switch (m.kind) {
       case 'click':
-        g.append(svg('circle', { cx: m.x, cy: m.y, r: 14, class: 'mark' }),
-          svg('circle', { cx: m.x, cy: m.y, r: 3, class: 'mark-fill' }), num(m.x, m.y));
-        if (m.button !== 'left') {
-          const t = svg('text', { x: m.x + 14, y: m.y + 24, class: 'mark-text' });
+        {
+          // The button is always named: a right click is not a left one.
+          const t = svg('text', { x: m.x + 14, y: m.y + 24, class: 'mark-text mark-button' });
           t.textContent = m.button;
-          g.append(t);
+          g.append(svg('circle', { cx: m.x, cy: m.y, r: 14, class: 'mark' }),
+            svg('circle', { cx: m.x, cy: m.y, r: 3, class: 'mark-fill' }), num(m.x, m.y), t);
         }
         break;
       case 'double_click':
@@ -224,17 +224,26 @@ function marks(shot, acts) {
       case 'move':
         g.append(svg('path', { d: `M${m.x - 10} ${m.y}h20M${m.x} ${m.y - 10}v20`, class: 'mark' }), num(m.x, m.y));
         break;
-      case 'drag':
+      case 'drag': {
+        // Through every point of the path the record holds (records
+        // before version 2 hold the first and the last only).
+        const pts = m.path && m.path.length >= 2 ? m.path : [{ x: m.x, y: m.y }, { x: m.x2, y: m.y2 }];
         g.append(svg('circle', { cx: m.x, cy: m.y, r: 6, class: 'mark-fill' }),
-          svg('line', { x1: m.x, y1: m.y, x2: m.x2, y2: m.y2, class: 'mark' }),
+          svg('polyline', { points: pts.map((p) => `${p.x || 0},${p.y || 0}`).join(' '), class: 'mark' }),
           svg('circle', { cx: m.x2, cy: m.y2, r: 12, class: 'mark' }), num(m.x, m.y));
         break;
+      }
       case 'scroll': {
         const len = Math.hypot(m.dx, m.dy) || 1;
         const ex = m.x + (m.dx / len) * 48, ey = m.y + (m.dy / len) * 48;
+        // An arrow in the direction the content scrolls by, with its head.
+        const ux = m.dx / len, uy = m.dy / len;
+        const head = [[ex + ux * 14, ey + uy * 14], [ex - uy * 9, ey + ux * 9], [ex + uy * 9, ey - ux * 9]];
+        const t = svg('text', { x: m.x + 14, y: m.y + 24, class: 'mark-text' });
+        t.textContent = `by ${m.dx},${m.dy}`;
         g.append(svg('circle', { cx: m.x, cy: m.y, r: 5, class: 'mark-fill' }),
           svg('line', { x1: m.x, y1: m.y, x2: ex, y2: ey, class: 'mark' }),
-          svg('circle', { cx: ex, cy: ey, r: 8, class: 'mark' }), num(m.x, m.y));
+          svg('polygon', { points: head.map((p) => p.join(',')).join(' '), class: 'mark-fill' }), num(m.x, m.y), t);
         break;
       }
       default:
