@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/runner"
@@ -21,11 +24,14 @@ type startNote struct {
 	Model    string `json:"model"`
 	Mode     string `json:"mode"`
 	MaxSteps int    `json:"max_steps"`
+	// lastShot is the path of the last screenshot the record holds.
+	lastShot string
 }
 
-// resumable reads the record in dir for a resume: its start note, and
-// whether a run in it already finished well. It holds the run's ledger
-// (refused if another process does) and returns its newest checkpoint.
+// resumable reads the record in dir for a resume: its start note (with the
+// last screenshot written), and whether a run in it already finished well.
+// It holds the run's ledger (refused if another process does) and returns
+// its newest checkpoint.
 func resumable(dir string) (startNote, *ledger.File, *runner.Checkpoint, error) {
 	var start startNote
 	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
@@ -38,12 +44,18 @@ func resumable(dir string) (startNote, *ledger.File, *runner.Checkpoint, error) 
 	found := false
 	for sc.Scan() {
 		var line struct {
-			Kind string          `json:"kind"`
-			OK   bool            `json:"ok"`
-			Data json.RawMessage `json:"data"`
+			Kind       string          `json:"kind"`
+			OK         bool            `json:"ok"`
+			Data       json.RawMessage `json:"data"`
+			Screenshot *struct {
+				File string `json:"file"`
+			} `json:"screenshot"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) != nil {
 			continue // a line torn by the crash
+		}
+		if line.Screenshot != nil && line.Screenshot.File != "" {
+			start.lastShot = filepath.Join(dir, line.Screenshot.File)
 		}
 		switch {
 		case line.Kind == "start" && !found:
@@ -77,4 +89,67 @@ func resumable(dir string) (startNote, *ledger.File, *runner.Checkpoint, error) 
 		return start, nil, nil, fmt.Errorf("--resume %s: no checkpoint to resume from (the run stopped before its first request)", dir)
 	}
 	return start, nil, nil, fmt.Errorf("--resume %s: checkpoint %d: %w", dir, seq, err)
+}
+
+// parseReconcile checks a --reconcile value.
+func parseReconcile(v string) (runner.Reconciliation, error) {
+	switch r := runner.Reconciliation(v); r {
+	case "", runner.Done, runner.NotDone:
+		return r, nil
+	}
+	return "", fmt.Errorf("--reconcile %q: use done (the action's effects show on the desktop) or not-done (they do not: run it again)", v)
+}
+
+// reconcile settles the call a checkpoint left uncertain: the answer given
+// with --reconcile, else the person at the terminal's, shown the action
+// and the last screenshot. Without either it refuses: the action must not
+// run again, nor be taken as done, on nobody's word.
+func reconcile(ctx context.Context, u *runner.Uncertain, given runner.Reconciliation, lastShot string, ask *runner.TerminalApprover, interactive bool, out io.Writer) (runner.Reconciliation, error) {
+	what := describeUncertain(u)
+	if given != "" {
+		fmt.Fprintf(out, "uncertain: %s; --reconcile %s\n", runner.Printable(what), given)
+		return given, nil
+	}
+	shot := "none recorded"
+	if lastShot != "" {
+		shot = lastShot
+	}
+	if !interactive {
+		return "", fmt.Errorf("--resume: %s; it may or may not have run. Check the desktop (the last screenshot: %s) and resume with --reconcile done or --reconcile not-done (no terminal to ask on)",
+			runner.Printable(what), shot)
+	}
+	q := fmt.Sprintf("\nThe run stopped while %s.\nIt may or may not have run. The last screenshot: %s\nCheck the desktop. Were the action's effects performed (done)? [y/N] ", what, shot)
+	done, err := ask.Ask(ctx, q)
+	if err != nil {
+		return "", fmt.Errorf("--resume: %w", err)
+	}
+	if done {
+		return runner.Done, nil
+	}
+	again, err := ask.Ask(ctx, "Then it did not run: run it again (not-done)? [y/N] ")
+	if err != nil {
+		return "", fmt.Errorf("--resume: %w", err)
+	}
+	if !again {
+		return "", errors.New("--resume: the uncertain action was not reconciled; nothing was resumed")
+	}
+	return runner.NotDone, nil
+}
+
+// describeUncertain says what the uncertain call was doing.
+func describeUncertain(u *runner.Uncertain) string {
+	var what string
+	switch {
+	case len(u.Actions) > 0:
+		s := make([]string, len(u.Actions))
+		for i, a := range u.Actions {
+			s[i] = a.String()
+		}
+		what = "performing " + strings.Join(s, ", ")
+	case u.Name != "":
+		what = fmt.Sprintf("calling %s(%s)", u.Name, u.Arguments)
+	default:
+		what = "running a " + u.Type
+	}
+	return fmt.Sprintf("call %s of step %d was %s", u.CallID, u.Step, what)
 }

@@ -70,3 +70,61 @@ func TestRunResume(t *testing.T) {
 		t.Fatalf("resuming a finished run: %v", err)
 	}
 }
+
+// A run stopped during an action (cancelled while typing): without a
+// terminal the resume refuses unless --reconcile says what happened, and
+// names the action and the last screenshot; bad values are refused; with
+// --reconcile not-done the typing runs again and the record says so.
+func TestRunResumeReconcile(t *testing.T) {
+	_, d, dir := harness(t,
+		respserver.Call(`{"type":"screenshot"}`),
+		respserver.Call(`{"type":"type","text":"once"}`),
+		respserver.Final("done"))
+	var out, errOut bytes.Buffer
+	if err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--reconcile", "done", "the task"},
+		devNull(t), &out, &errOut); err == nil || !strings.Contains(err.Error(), "--reconcile is for --resume") {
+		t.Fatalf("--reconcile without --resume: %v", err)
+	}
+	d.block = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-d.block; cancel() }()
+	if err := runCommand(ctx, []string{"--guest", "127.0.0.1:7000", "--max-steps", "5", "--record-dir", dir, "the task"},
+		devNull(t), &out, &errOut); err == nil {
+		t.Fatal("the cancelled run succeeded")
+	}
+	d.block = nil
+	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(runs) != 1 {
+		t.Fatalf("records %v", runs)
+	}
+	resume := func(more ...string) error {
+		out.Reset()
+		return runCommand(context.Background(), append([]string{"--guest", "127.0.0.1:7000", "--resume", runs[0]}, more...),
+			devNull(t), &out, &errOut)
+	}
+	err := resume()
+	for _, want := range []string{"type 4 chars", "--reconcile done", "no terminal", filepath.Join(runs[0], "step-001.png")} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("resume without a terminal: %v, want %q named", err, want)
+		}
+	}
+	if err := resume("--reconcile", "maybe"); err == nil || !strings.Contains(err.Error(), `--reconcile "maybe": use done`) {
+		t.Fatalf("--reconcile maybe: %v", err)
+	}
+	if n := len(d.actions); n != 1 {
+		t.Fatalf("%d actions before the resume, want the one typing", n)
+	}
+	if err := resume("--reconcile", "not-done"); err != nil {
+		t.Fatalf("resume: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	if len(d.actions) != 2 || d.actions[1].Text != "once" {
+		t.Fatalf("actions %v, want the typing again", d.actions)
+	}
+	events, err := os.ReadFile(filepath.Join(runs[0], "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := string(events); !strings.Contains(e, `"phase":"before_call"`) || !strings.Contains(e, `"reconciliation":"not-done"`) || !strings.Contains(e, `"ok":true`) {
+		t.Fatalf("record:\n%s", e)
+	}
+}

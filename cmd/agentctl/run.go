@@ -55,11 +55,12 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	mode := fs.String("mode", "computer", "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code); browser: the browser toolset on the guest's Chromium (agentd --browser)")
 	resume := fs.String("resume", "", "continue the run whose record is this folder (runs/<id>) from its last checkpoint, on --guest")
 	stream := fs.Bool("stream", false, "read each response as a stream and print the model's text as it arrives")
+	reconcileFlag := fs.String("reconcile", "", "with --resume, when the run stopped during an action: done (its effects show on the desktop) or not-done (run it again); asked on the terminal when not given")
 	var origins originList
 	fs.Var(&origins, "allow-origin", "with --mode browser: an origin the model may navigate to (scheme://host[:port]); repeat for more")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream] "task"
-       agentctl run --guest ADDR|NAME --resume runs/<id>
+       agentctl run --guest ADDR|NAME --resume runs/<id> [--reconcile done|not-done]
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
 --guest docker runs it in a fresh container (Firefox ESR and Mousepad, no
@@ -68,7 +69,10 @@ Uses OPENAI_API_KEY, and OPENAI_BASE_URL when set. Pending safety checks are
 asked on the terminal (y/N) and refused when standard input is not one.
 Each run keeps checkpoints in its record (ledger/); --resume continues a run
 that stopped (crash, kill, error) from the end of its last completed step,
-with the remaining request budget, the same task and model.`)
+with the remaining request budget, the same task and model. If it stopped
+during an action, that action may or may not have run: it is shown with the
+last screenshot and asked about on the terminal (or given with --reconcile);
+it is never run again unless answered not-done.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -78,8 +82,18 @@ with the remaining request budget, the same task and model.`)
 		return err
 	}
 	task := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	given, err := parseReconcile(*reconcileFlag)
+	if err != nil {
+		return err
+	}
+	if given != "" && *resume == "" {
+		return errors.New("--reconcile is for --resume")
+	}
+	approver := runner.NewTerminalApprover(stdin, stderr)
 	var led *ledger.File
 	var cp *runner.Checkpoint
+	var uncertain *runner.Uncertain
+	var answer runner.Reconciliation
 	if *resume != "" {
 		if task != "" {
 			return errors.New("--resume continues the recorded task; give no task")
@@ -97,6 +111,17 @@ with the remaining request budget, the same task and model.`)
 			return fmt.Errorf("--resume: the run used --mode %s; only computer mode runs resume so far", start.Mode)
 		}
 		*mode = "computer"
+		if uncertain, err = cp.Uncertain(); err != nil {
+			return fmt.Errorf("--resume %s: %w", *resume, err)
+		}
+		if uncertain == nil && given != "" {
+			fmt.Fprintf(stdout, "no action of the checkpoint is uncertain; --reconcile %s is not used\n", given)
+		}
+		if uncertain != nil {
+			if answer, err = reconcile(ctx, uncertain, given, start.lastShot, approver, runner.IsTerminal(stdin), stdout); err != nil {
+				return err
+			}
+		}
 	}
 	switch {
 	case g.addr == "":
@@ -150,10 +175,17 @@ with the remaining request budget, the same task and model.`)
 		if rec, err = runner.OpenRecord(dir); err != nil {
 			return err
 		}
-		rec.Note("resume", map[string]any{
+		note := map[string]any{
 			"step": cp.Step, "phase": cp.Phase, "requests_left": cp.MaxSteps - cp.Step + 1,
 			"completed_calls": len(cp.Completed), "guest": g.addr, "api": apiEndpoint(),
-		})
+		}
+		if cp.CallID != "" {
+			note["call_id"] = cp.CallID
+		}
+		if uncertain != nil {
+			note["reconciliation"] = answer
+		}
+		rec.Note("resume", note)
 	} else {
 		dir = filepath.Join(*recordDir, time.Now().Format("20060102-150405")+"-"+randhex.String(3))
 		if rec, err = runner.CreateRecord(dir); err != nil {
@@ -179,7 +211,6 @@ with the remaining request budget, the same task and model.`)
 		printConsoleURL(stdout, srv)
 	}
 
-	approver := runner.NewTerminalApprover(stdin, stderr)
 	approve := approver.ApproveSafetyChecks
 	if srv != nil {
 		approve = approveEither(srv, approver, runner.IsTerminal(stdin), rec, stderr)
@@ -198,6 +229,8 @@ with the remaining request budget, the same task and model.`)
 		},
 		OnDiagnostic: rec.Diagnostic,
 		Ledger:       led,
+		// Asked before the run started (reconcile above).
+		Reconcile: func(context.Context, runner.Uncertain) (runner.Reconciliation, error) { return answer, nil },
 	}
 	if *stream {
 		opts.Stream = streamText(stdout)
