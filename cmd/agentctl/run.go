@@ -211,6 +211,10 @@ it is never run again unless answered not-done.`)
 		printConsoleURL(stdout, srv)
 	}
 
+	crash, err := crashFromEnv()
+	if err != nil {
+		return err
+	}
 	approve := approver.ApproveSafetyChecks
 	if srv != nil {
 		approve = approveEither(srv, approver, runner.IsTerminal(stdin), rec, stderr)
@@ -225,10 +229,11 @@ it is never run again unless answered not-done.`)
 			OnEvent: func(e runner.Event) {
 				rec.Event(e)
 				show.event(e)
+				crash.event(e)
 			},
 		},
 		OnDiagnostic: rec.Diagnostic,
-		Ledger:       led,
+		Ledger:       crashLedger{led, crash},
 		// Asked before the run started (reconcile above).
 		Reconcile: func(context.Context, runner.Uncertain) (runner.Reconciliation, error) { return answer, nil },
 	}

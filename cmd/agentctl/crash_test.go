@@ -1,0 +1,246 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
+	"github.com/agentd-dev/agentd/internal/xrecorder"
+	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/respserver"
+)
+
+const crashToken = "crash-test-token-0123456789abcdef"
+
+// crashScript is a short scripted task: look, click and type "abc" (two
+// calls of one response), type "de", done. The X event recorder on the
+// guest's screen is its verification: one click, "abcde" typed.
+func crashScript() []respserver.Turn {
+	return []respserver.Turn{
+		respserver.Call(`{"type":"screenshot"}`),
+		respserver.Items(respserver.ComputerCall(`{"type":"click","button":"left","x":100,"y":100}`),
+			respserver.ComputerCall(`{"type":"type","text":"abc"}`)),
+		respserver.Call(`{"type":"type","text":"de"}`),
+		respserver.Final("done"),
+	}
+}
+
+// crashRig is a real agentd on a private Xvfb, recorded, and the real
+// agentctl binary.
+type crashRig struct {
+	t        *testing.T
+	agentctl string
+	addr     string
+	rec      *xrecorder.Recorder
+}
+
+func newCrashRig(t *testing.T) *crashRig {
+	prereq.Programs(t, prereq.X, "Xvfb")
+	agentd := agentdtest.Binary(t)
+	x := xvfbtest.Start(t, 640, 400)
+	rec := xrecorder.Start(t, x.Display)
+	addrFile := filepath.Join(t.TempDir(), "addr")
+	cmd := exec.Command(agentd, "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
+	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+crashToken)
+	addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
+	return &crashRig{t: t, agentctl: agentctlBinary(t), addr: addr, rec: rec}
+}
+
+// agentctlBinary is $AGENTD_BIN/agentctl (make test builds it), else a
+// fresh build.
+func agentctlBinary(t *testing.T) string {
+	if bin := os.Getenv("AGENTD_BIN"); bin != "" {
+		p, err := filepath.Abs(filepath.Join(bin, "agentctl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("AGENTD_BIN is set but has no agentctl: %v", err)
+		}
+		return p
+	}
+	p := filepath.Join(t.TempDir(), "agentctl")
+	build := exec.Command("go", "build", "-o", p, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build agentctl: %v\n%s", err, out)
+	}
+	return p
+}
+
+// command is agentctl run against the rig's guest and the model at url;
+// crashAt sets AGENTD_CRASH_AT. Standard input is not a terminal.
+func (r *crashRig) command(url, crashAt string, args ...string) *exec.Cmd {
+	cmd := exec.Command(r.agentctl, append([]string{"run", "--guest", r.addr, "--view", "640x400"}, args...)...)
+	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY=sk-crash-test", "AGENTD_TOKEN="+crashToken,
+		"AGENTD_CRASH_AT="+crashAt)
+	return cmd
+}
+
+// killed runs agentctl until it kills itself at crashAt and returns the run's
+// record folder.
+func (r *crashRig) killed(url, crashAt, recordDir string) string {
+	t := r.t
+	t.Helper()
+	out, err := r.command(url, crashAt, "--max-steps", "6", "--record-dir", recordDir, "click and type").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("agentctl with %s=%s: %v, want it killed\n%s", crashEnv, crashAt, err, out)
+	}
+	runs, _ := filepath.Glob(filepath.Join(recordDir, "*"))
+	if len(runs) != 1 {
+		t.Fatalf("records %v", runs)
+	}
+	return runs[0]
+}
+
+// verify checks what the desktop received: one left click and want typed.
+func (r *crashRig) verify(want string) {
+	t := r.t
+	t.Helper()
+	r.rec.Sync(t)
+	evs := r.rec.Events()
+	clicks := 0
+	for _, e := range evs {
+		if e.Kind == xrecorder.ButtonPress && e.Button == 1 {
+			clicks++
+		}
+	}
+	if got := xrecorder.Typed(evs); clicks != 1 || got != want {
+		t.Fatalf("the desktop got %d clicks and %q typed, want 1 click and %q", clicks, got, want)
+	}
+}
+
+func resumeNote(t *testing.T, run string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(run, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, `"kind":"resume"`) {
+			return line
+		}
+	}
+	t.Fatalf("no resume line in the record:\n%s", data)
+	return ""
+}
+
+// TestCrashAtEveryBoundary kills agentctl run (SIGKILL, from inside, right
+// at the boundary) before a request, after a response, before an action,
+// after an action (before its final screenshot), after the final
+// screenshot and after a call, and resumes each with the real binary. The
+// X event recorder shows every action performed exactly once, except an
+// uncertain one reconciled not-done after it had run, which is performed
+// again; the model server saw no bad request and the record says where
+// the run resumed.
+func TestCrashAtEveryBoundary(t *testing.T) {
+	r := newCrashRig(t)
+	for _, c := range []struct {
+		at, reconcile, phase, typed string
+	}{
+		{"request:2", "", "request", "abcde"},
+		{"response:2", "", "response", "abcde"},
+		{"before_call:3", "not-done", "before_call", "abcde"}, // before typing "abc": it never ran
+		{"action:2", "done", "before_call", "abcde"},          // typed "abc", before its screenshot
+		{"action:3", "not-done", "before_call", "abcdede"},    // typed "de": not-done types it again
+		{"screenshot:2", "done", "before_call", "abcde"},      // clicked and looked
+		{"after_call:3", "", "after_call", "abcde"},
+	} {
+		t.Run(c.at, func(t *testing.T) {
+			r.t = t
+			srv, url := respserver.Start(crashScript()...)
+			defer srv.Close()
+			r.rec.Clear()
+			run := r.killed(url, c.at, t.TempDir())
+			if c.reconcile != "" {
+				out, err := r.command(url, "", "--resume", run).CombinedOutput()
+				if err == nil || !strings.Contains(string(out), "--reconcile done or --reconcile not-done (no terminal to ask on)") {
+					t.Fatalf("resume of an uncertain action without a terminal: %v\n%s", err, out)
+				}
+			}
+			args := []string{"--resume", run}
+			if c.reconcile != "" {
+				args = append(args, "--reconcile", c.reconcile)
+			}
+			if out, err := r.command(url, "", args...).CombinedOutput(); err != nil {
+				t.Fatalf("resume: %v\n%s", err, out)
+			}
+			if err := srv.Err(); err != nil {
+				t.Fatal(err)
+			}
+			r.verify(c.typed)
+			note := resumeNote(t, run)
+			if !strings.Contains(note, `"phase":"`+c.phase+`"`) || (c.reconcile != "") != strings.Contains(note, `"reconciliation":"`+c.reconcile+`"`) {
+				t.Fatalf("resume line %s, want phase %s, reconciliation %q", note, c.phase, c.reconcile)
+			}
+		})
+	}
+}
+
+// A torn checkpoint (the newest truncated, as a crash in mid-write would
+// leave it) resumes from the previous good one: here the one before the
+// click, which is then uncertain. Two processes on one run: the second is
+// refused while the first holds it.
+func TestCrashTornCheckpointAndTwoProcesses(t *testing.T) {
+	r := newCrashRig(t)
+	srv, url := respserver.Start(crashScript()...)
+	defer srv.Close()
+	run := r.killed(url, "after_call:2", t.TempDir()) // the click done
+	cps, _ := filepath.Glob(filepath.Join(run, "ledger", "checkpoint-*.json"))
+	if len(cps) < 2 {
+		t.Fatalf("checkpoints %v", cps)
+	}
+	newest := cps[len(cps)-1]
+	info, err := os.Stat(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(newest, info.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := r.command(url, "", "--resume", run, "--reconcile", "done").CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.verify("abcde")
+	if note := resumeNote(t, run); !strings.Contains(note, `"phase":"before_call"`) || !strings.Contains(note, `"reconciliation":"done"`) {
+		t.Fatalf("resume line %s, want the checkpoint before the click", note)
+	}
+
+	// The model holds its second answer; meanwhile a second agentctl
+	// resumes the same run.
+	turns := crashScript()
+	turns[1].Delay = 10 * time.Minute
+	slow, slowURL := respserver.Start(turns...)
+	defer slow.Close()
+	dir := t.TempDir()
+	first := r.command(slowURL, "", "--max-steps", "6", "--record-dir", dir, "click and type")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = first.Process.Kill()
+		_ = first.Wait()
+	}()
+	waitUntil(t, "the first agentctl asked for the second answer", func() bool { return slow.Attempts(1) == 1 })
+	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(runs) != 1 {
+		t.Fatalf("records %v", runs)
+	}
+	out, err := r.command(slowURL, "", "--resume", runs[0]).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "held by another process") {
+		t.Fatalf("a second process on the run: %v\n%s", err, out)
+	}
+}
