@@ -45,6 +45,10 @@ type Checkpoint struct {
 	// history.
 	PreviousResponseID string          `json:"previous_response_id,omitempty"`
 	Input              json.RawMessage `json:"input"`
+	// ResponseID is the last response received ("" before the first):
+	// without storage, the only record of the response the pending
+	// request continues from.
+	ResponseID string `json:"response_id,omitempty"`
 	// Response is the response being answered and CallID the call the
 	// phase is about (call phases).
 	Response json.RawMessage `json:"response,omitempty"`
@@ -220,7 +224,11 @@ func resumeFrom(ctx context.Context, cp *Checkpoint, opts *RunOptions) (*session
 	if opts.ImageSpace == (scaling.Size{}) {
 		opts.ImageSpace = cp.ImageSpace
 	}
-	return &session{step: cp.Step - 1, attempted: cp.Attempted, completed: cp.Completed, usage: cp.Usage, batch: b}, nil
+	last := cp.ResponseID
+	if last == "" {
+		last = cp.PreviousResponseID
+	}
+	return &session{step: cp.Step - 1, responseID: last, attempted: cp.Attempted, completed: cp.Completed, usage: cp.Usage, batch: b}, nil
 }
 
 // Resume continues a run from its checkpoint cp with the same tools; opts
@@ -314,6 +322,7 @@ func (l *loop) checkpoint(x *session, led Ledger, cp Checkpoint, params *respons
 	}
 	cp.Version, cp.Step, cp.MaxSteps = CheckpointVersion, x.step, x.maxSteps
 	cp.Attempted, cp.Completed, cp.Usage = x.attempted, x.completed, x.usage
+	cp.ResponseID = x.responseID
 	if params.PreviousResponseID.Valid() {
 		cp.PreviousResponseID = params.PreviousResponseID.Value
 	}

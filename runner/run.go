@@ -80,6 +80,9 @@ type RunOptions struct {
 
 	// resume is the state a resumed run starts from.
 	resume *session
+	// pause, set by Iterate, is shown each completed turn before its
+	// deferred calls run; false stops the run there.
+	pause func(*Turn) bool
 }
 
 // RunResult is what a successful run produced.
@@ -215,6 +218,7 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if r := opts.resume; r != nil {
 		x.attempted, x.completed, x.usage = r.attempted, r.completed, r.usage
 		first, b = r.step+1, r.batch
+		x.responseID = r.responseID
 	}
 	defer x.ctl.begin(nil)
 	params := responses.ResponseNewParams{Model: opts.Model, Input: firstInput(opts),
@@ -256,6 +260,7 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		var resp *responses.Response
 		var took time.Duration
 		var usage *Usage
+		ran := len(x.attempted)
 		if b != nil {
 			// Resumed inside this response: it is not asked for again.
 			resp = b.resp
@@ -263,7 +268,13 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			if err := l.checkpoint(x, opts.Ledger, Checkpoint{Phase: PhaseRequest}, &params); err != nil {
 				return nil, x.fail(err)
 			}
-			x.event(Event{Kind: EventRequest, CallIDs: answered})
+			// A request belongs to the response it continues from, even
+			// the first one of a run that continues an earlier response.
+			continues := x.responseID
+			if continues == "" && params.PreviousResponseID.Valid() {
+				continues = params.PreviousResponseID.Value
+			}
+			x.event(Event{Kind: EventRequest, CallIDs: answered, ResponseID: continues})
 			sent := time.Now()
 			// The SDK may retry this HTTP request; that is safe because local
 			// calls only run between requests, never inside one.
@@ -302,7 +313,10 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		if claimErr != nil {
 			return nil, x.fail(claimErr)
 		}
-		if len(calls) == 0 && !(x.ctl.pending() && step < opts.MaxSteps) {
+		if opts.pause != nil && !opts.pause(newTurn(x, resp, calls, final, x.attempted[ran:])) {
+			return nil, x.fail(stopped(x, resp, calls))
+		}
+		if len(calls) == 0 && !x.ctl.pending() {
 			if final == "" {
 				return nil, x.fail(fmt.Errorf("response %s has neither a local call nor a final message", resp.ID))
 			}
@@ -317,8 +331,18 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			}, nil
 		}
 		if step >= opts.MaxSteps {
-			return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; nothing of it was executed",
-				ErrStepLimit, step, opts.MaxSteps, resp.ID, strings.Join(callIDs, ", ")))
+			// A person's text needs one more request, as calls do; it is
+			// dropped from the queue, not left for another run.
+			unsent := ""
+			if n := len(x.ctl.end()); n > 0 {
+				unsent = fmt.Sprintf("; %d text(s) queued by append_user_text were not sent", n)
+			}
+			if len(calls) == 0 {
+				return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s, whose final message did not see the person's text%s",
+					ErrStepLimit, step, opts.MaxSteps, resp.ID, unsent))
+			}
+			return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; nothing of it was executed%s",
+				ErrStepLimit, step, opts.MaxSteps, resp.ID, strings.Join(callIDs, ", "), unsent))
 		}
 		var pre responses.ResponseInputParam // outputs from before a resume
 		save := func(phase, callID string, outputs responses.ResponseInputParam) error {
