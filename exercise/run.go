@@ -78,7 +78,8 @@ type Report struct {
 	StepTimes    []time.Duration
 	Usage        runner.Totals
 	RecordDir    string
-	GuestUp      time.Duration // guest up → healthy
+	GuestUp      time.Duration // guest up → healthy, or the claim of a pooled one
+	Pooled       string        // the pooled guest taken, if one was
 	RunTime      time.Duration // the runner's run alone
 	Total        time.Duration // up → verified → down
 	BeforeAction int           // actions BeforeAction approved
@@ -137,23 +138,12 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "starting the exercise desktop in a %s guest (Xvfb, openbox, the form, Firefox ESR, mousepad, agentd)…\n", b.Name())
-	spec := backend.Spec{
-		Width: desktop.ScreenWidth, Height: desktop.ScreenHeight, Desktop: desktop.Apps, AgentdPath: cfg.AgentdPath, Code: cfg.Code, Browser: cfg.Browser,
-		Progress: func(line string) { fmt.Fprintf(out, "  %s\n", line) },
-	}
-	g, err := b.Up(ctx, spec)
+	g, down, err := startGuest(ctx, b, cfg, out, rep)
 	if err != nil {
-		return nil, fmt.Errorf("exercise: guest up: %w", err)
+		return nil, err
 	}
 	rep.GuestUp = time.Since(start)
-	defer func() {
-		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := g.Down(downCtx); err != nil {
-			fmt.Fprintf(out, "warning: guest down: %v\n", err)
-		}
-	}()
+	defer down()
 	d := g.Describe()
 	fmt.Fprintf(out, "guest up: %s %s, agentd at %s (%s)\n", d.Backend, d.Owner, d.Addr, rep.GuestUp.Round(time.Millisecond))
 	files, ok := g.(backend.FileReader)
@@ -196,6 +186,53 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	}
 	rep.Total = time.Since(start)
 	return rep, nil
+}
+
+// Spec is the guest an exercise run in cfg's mode asks for; 'agentctl guest
+// pool --apps exercise' (with --code or --browser for those modes) keeps
+// such guests ready.
+func Spec(cfg RunConfig) backend.Spec {
+	return backend.Spec{
+		Width: desktop.ScreenWidth, Height: desktop.ScreenHeight, Desktop: desktop.Apps, AgentdPath: cfg.AgentdPath, Code: cfg.Code, Browser: cfg.Browser,
+	}
+}
+
+// startGuest takes a guest from a pool ('agentctl guest pool --apps
+// exercise') when one is offered, else starts one; down takes it down
+// either way: a pooled guest serves one run only.
+func startGuest(ctx context.Context, b backend.Backend, cfg RunConfig, out io.Writer, rep *Report) (g backend.Instance, down func(), err error) {
+	spec := Spec(cfg)
+	downCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	}
+	g, name, err := backend.Claim(ctx, backend.KeyOf(b.Name(), spec))
+	if err != nil {
+		return nil, nil, fmt.Errorf("exercise: take a pooled guest: %w", err)
+	}
+	if g != nil {
+		rep.Pooled = name
+		fmt.Fprintf(out, "took the pooled %s guest %s for the exercise\n", b.Name(), name)
+		return g, func() {
+			ctx, cancel := downCtx()
+			defer cancel()
+			g.Close()
+			if _, err := backend.Down(ctx, name, false); err != nil {
+				fmt.Fprintf(out, "warning: guest down: %v\n", err)
+			}
+		}, nil
+	}
+	fmt.Fprintf(out, "starting the exercise desktop in a %s guest (Xvfb, openbox, the form, Firefox ESR, mousepad, agentd)…\n", b.Name())
+	spec.Progress = func(line string) { fmt.Fprintf(out, "  %s\n", line) }
+	if g, err = b.Up(ctx, spec); err != nil {
+		return nil, nil, fmt.Errorf("exercise: guest up: %w", err)
+	}
+	return g, func() {
+		ctx, cancel := downCtx()
+		defer cancel()
+		if err := g.Down(ctx); err != nil {
+			fmt.Fprintf(out, "warning: guest down: %v\n", err)
+		}
+	}, nil
 }
 
 // results reads the form's records and the saved note back from the guest.
@@ -456,7 +493,11 @@ func (r *Report) Print(w io.Writer) {
 		tokens += " (incomplete: a response lacked usage)"
 	}
 	fmt.Fprintf(w, "  tokens           %s\n", tokens)
-	fmt.Fprintf(w, "  guest up         %s\n", r.GuestUp.Round(time.Millisecond))
+	if r.Pooled != "" {
+		fmt.Fprintf(w, "  guest up         %s (the pooled guest %s)\n", r.GuestUp.Round(time.Millisecond), r.Pooled)
+	} else {
+		fmt.Fprintf(w, "  guest up         %s\n", r.GuestUp.Round(time.Millisecond))
+	}
 	fmt.Fprintf(w, "  run              %s\n", r.RunTime.Round(time.Millisecond))
 	fmt.Fprintf(w, "  total            %s (guest up → verified → down)\n", r.Total.Round(time.Millisecond))
 	fmt.Fprintf(w, "  run record       %s\n", r.RecordDir)

@@ -18,7 +18,7 @@ func init() {
 
 func runExercise(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("exercise", flag.ContinueOnError)
-	where := fs.String("guest", "local", "where the exercise desktop runs: local, docker (a fresh container) or vm (a fresh Lima VM); removed afterwards")
+	where := fs.String("guest", "local", "where the exercise desktop runs: local, docker (a fresh container, or one from 'agentctl guest pool --apps exercise') or vm (a fresh Lima VM); removed afterwards")
 	recordDir := fs.String("record-dir", "runs", "parent folder of the run record")
 	agentdPath := fs.String("agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")
 	mode := fs.String("mode", "computer", "computer: the scripted model uses the computer tool; code: it writes Python (exec_py); browser: it fills the form through the browser toolset on agentd's Chromium (local or docker guest)")

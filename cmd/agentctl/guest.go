@@ -232,12 +232,16 @@ func guestStatus(ctx context.Context, args []string) error {
 	}
 	for _, s := range out {
 		switch {
+		case s.Starting:
+			fmt.Printf("%s: starting (%s, for %s)\n", s.Name, s.Backend, time.Since(s.Started).Round(time.Second))
+			continue
 		case !s.Running:
 			fmt.Printf("%s: not running (state or kept logs left in %s: 'agentctl guest down --name %s' removes them)\n",
 				s.Name, filepath.Join(root, s.Name), s.Name)
 			continue
 		case s.Addr == "":
-			fmt.Printf("%s: starting\n", s.Name)
+			// The program starting it ended before the guest was up.
+			fmt.Printf("%s: running, but its start did not finish ('agentctl guest down --name %s' removes it)\n", s.Name, s.Name)
 			continue
 		}
 		fmt.Printf("%s: running (%s, display %s, %s, up %s), health: %s\n",

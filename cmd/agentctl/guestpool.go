@@ -19,7 +19,7 @@ func guestPool(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("guest pool", flag.ContinueOnError)
 	where := fs.String("backend", "docker", "where the guests run (a run takes one with --guest BACKEND)")
 	size := fs.Int("size", 1, "how many started guests to keep ready")
-	apps := fs.String("apps", "desktop", "applications, as for 'guest up' (agentctl run takes desktop guests)")
+	apps := fs.String("apps", "desktop", "applications, as for 'guest up': desktop for 'agentctl run', exercise for 'agentctl exercise'")
 	network := fs.Bool("network", false, "guests with a network, for 'agentctl run --network'")
 	code := fs.Bool("code", false, "guests whose agentd runs code, for 'agentctl run --mode code'")
 	browser := fs.Bool("browser", false, "guests whose agentd drives Chromium, for 'agentctl run --mode browser'")
@@ -40,7 +40,8 @@ func guestPool(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// The spec a run asks for (run.go's freshGuest): the desktop's own size.
+	// The spec a run or the exercise asks for: the desktop's own size
+	// (backend.KeyOf).
 	spec := backend.Spec{Desktop: d, Network: *network, Code: *code, Browser: *browser}
 	if err := b.Check(spec); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/agentd-dev/agentd/internal/statedir"
@@ -19,9 +20,45 @@ import (
 // guest.json (a Description and its backend) and whatever its backend keeps
 // there (a local guest's supervisor: its lock, log and desktop). The record
 // is written when Up begins and again once the guest is up, so a guest
-// that is still starting is known.
+// that is still starting is known. While Up works, its program holds an
+// flock on the file "starting" there: a record without an address is a
+// guest still starting while the lock is held, and one whose start died
+// once it is not.
 
-const recordName = "guest.json"
+const (
+	recordName   = "guest.json"
+	startingName = "starting"
+)
+
+// holdStarting marks dir's guest as starting until release; the kernel
+// drops the lock if the program dies first.
+func holdStarting(dir string) (release func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, startingName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("guest start lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("guest start lock: %w", err)
+	}
+	return func() {
+		os.Remove(f.Name())
+		f.Close()
+	}, nil
+}
+
+// isStarting reports whether a program is starting dir's guest now.
+func isStarting(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, startingName))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	return false
+}
 
 // Root returns the private directory holding one directory per named
 // guest: $XDG_RUNTIME_DIR/agentd/guests, else <tmp>/agentd-<uid>/guests.
@@ -153,6 +190,12 @@ func Up(ctx context.Context, b Backend, spec Spec) (Instance, error) {
 		return nil, fmt.Errorf("guest directory: %w", err)
 	}
 	spec.Dir = dir
+	release, err := holdStarting(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer release()
 	if err := writeRecord(dir, Description{Name: spec.Name, Backend: b.Name(), Apps: spec.AppsName(), Started: time.Now().UTC()}); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -179,18 +222,41 @@ func Open(ctx context.Context, name string) (Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("guest %q: %w", name, err)
 	}
-	return b.Open(ctx, name)
+	inst, err := b.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := inst.(recorded); ok && d.Addr != "" {
+		r.fromRecord(d)
+	}
+	return inst, nil
 }
 
-// Status is a named guest's record and status, for 'agentctl guest status'.
+// recorded is an instance that takes from its guest's record what its
+// backend cannot find again: what the guest was started with.
+type recorded interface{ fromRecord(Description) }
+
+// fromRecord takes the desktop's name, its outputs and the start time from
+// the guest's record (ImageInstance's Open knows only the container or VM).
+func (i *ImageInstance) fromRecord(d Description) {
+	i.Desc.Apps, i.Desc.Outputs, i.Desc.Started = d.Apps, d.Outputs, d.Started
+}
+
+// NamedStatus is a named guest's record and status, for 'agentctl guest
+// status'.
 type NamedStatus struct {
 	Description
 	Status
+	// Starting: a program is starting the guest now (Up has not returned);
+	// Running and Health say what the backend sees of it so far.
+	Starting bool `json:"starting,omitempty"`
 }
 
 // StatusOf describes a named guest and asks whether it runs. A guest whose
 // record is gone (only kept logs are left) or whose backend cannot be asked
-// is reported as not running, with the reason as its health.
+// is reported as not running, with the reason as its health; one still
+// starting as Starting, with health "starting" until its container or VM
+// exists.
 func StatusOf(ctx context.Context, name string) NamedStatus {
 	s := NamedStatus{Description: Description{Name: name}, Status: Status{Health: "-"}}
 	d, err := Record(name)
@@ -198,6 +264,11 @@ func StatusOf(ctx context.Context, name string) NamedStatus {
 		return s
 	}
 	s.Description = d
+	if d.Addr == "" {
+		if dir, err := Dir(name); err == nil && isStarting(dir) {
+			s.Starting, s.Health = true, "starting"
+		}
+	}
 	inst, err := Open(ctx, name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -210,6 +281,10 @@ func StatusOf(ctx context.Context, name string) NamedStatus {
 	return s
 }
 
+// ErrStarting is wrapped by Down's error for a guest that a program is
+// starting now.
+var ErrStarting = errors.New("still starting")
+
 // Down takes a named guest down and removes its directory. A guest that
 // no longer runs is cleared away (its container or VM removed, its
 // directory with kept logs too) and wasRunning is false; with onlyStale, a
@@ -221,6 +296,14 @@ func Down(ctx context.Context, name string, onlyStale bool) (wasRunning bool, er
 	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("no guest named %q ('agentctl guest status' lists them): %w", name, err)
+	}
+	// Its starter removes it if the start fails; taking it down under
+	// the starter would race with it.
+	if isStarting(dir) {
+		if onlyStale {
+			return true, nil
+		}
+		return true, fmt.Errorf("guest %q is %w: take it down once it is up", name, ErrStarting)
 	}
 	inst, err := Open(ctx, name)
 	switch {

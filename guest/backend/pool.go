@@ -42,9 +42,15 @@ type PoolKey struct {
 	Browser bool   `json:"browser"`
 }
 
-// KeyOf is the pool key of spec on the backend named backend.
+// KeyOf is the pool key of spec on the backend named backend. A spec
+// without a size has its desktop's, so a pool started with --apps exercise
+// serves the exercise, which names its desktop's size.
 func KeyOf(backend string, spec Spec) PoolKey {
-	return PoolKey{Backend: backend, Apps: spec.AppsName(), Width: spec.Width, Height: spec.Height, Network: spec.Network, Code: spec.Code, Browser: spec.Browser}
+	w, h := spec.Width, spec.Height
+	if w == 0 && spec.Desktop != nil {
+		w, h = spec.Desktop.Size()
+	}
+	return PoolKey{Backend: backend, Apps: spec.AppsName(), Width: w, Height: h, Network: spec.Network, Code: spec.Code, Browser: spec.Browser}
 }
 
 // PoolName is a fresh name for a pooled guest.
