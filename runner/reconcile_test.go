@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/respserver"
@@ -181,5 +184,57 @@ func TestResumeNeedsAReconciliation(t *testing.T) {
 	}
 	if len(d.Calls()) != calls {
 		t.Fatal("a refused resume touched the desktop")
+	}
+}
+
+type noArgs struct{}
+
+// A function call left uncertain: Done answers it with DoneOutputText and
+// never calls the function; NotDone calls it (once).
+func TestResumeUncertainFunction(t *testing.T) {
+	for _, answer := range []Reconciliation{Done, NotDone} {
+		t.Run(string(answer), func(t *testing.T) {
+			srv, url := respserver.Start(respserver.Items(respserver.FunctionCall("book", `{}`)), respserver.Final("done"))
+			defer srv.Close()
+			calls := 0
+			book, err := NewFunction("book", "Book it.", func(context.Context, noArgs) (Output, error) {
+				calls++
+				return Text("booked"), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(openai.NewClient(option.WithBaseURL(url), option.WithAPIKey(testKey)))
+			f, err := ledger.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			led := &crashLedger{f: f, crashAt: 3} // request, response, before the call
+			o := RunOptions{Model: "m", Input: "book it", Tools: []Tool{book}, Ledger: led}
+			if _, err := r.Run(context.Background(), o); !errors.Is(err, errCrash) {
+				t.Fatalf("run: %v", err)
+			}
+			cp := led.last(t)
+			u, err := cp.Uncertain()
+			if err != nil || u == nil || u.Type != "function_call" || u.Name != "book" || u.Arguments != "{}" {
+				t.Fatalf("uncertain %+v, %v", u, err)
+			}
+			o.Input, o.Ledger = "", &crashLedger{f: f}
+			o.Reconcile = func(context.Context, Uncertain) (Reconciliation, error) { return answer, nil }
+			if _, err := r.Resume(context.Background(), cp, o); err != nil {
+				t.Fatal(err, srv.Violations())
+			}
+			noViolations(t, srv)
+			want, text := 1, "booked"
+			if answer == Done {
+				want, text = 0, DoneOutputText
+			}
+			reqs := srv.Requests()
+			quoted, _ := json.Marshal(text)
+			if calls != want || !bytes.Contains(reqs[len(reqs)-1].Body, quoted) {
+				t.Fatalf("the function ran %d times; last request %s", calls, reqs[len(reqs)-1].Body)
+			}
+		})
 	}
 }
