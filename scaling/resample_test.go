@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,6 +145,7 @@ var filters = []struct {
 	f   Filter
 	ref func(src image.Image, w, h int) *image.NRGBA
 }{
+	{Nearest, nearestReference},
 	{Area, areaAverage},
 	{CatmullRom, func(src image.Image, w, h int) *image.NRGBA { return imaging.Resize(src, w, h, imaging.CatmullRom) }},
 	{Triangle, func(src image.Image, w, h int) *image.NRGBA { return imaging.Resize(src, w, h, imaging.Linear) }},
@@ -186,6 +188,122 @@ func areaAverage(src image.Image, w, h int) *image.NRGBA {
 		return out
 	}
 	return pass(pass(in, w, sh, true), w, h, false)
+}
+
+// nearestOwned returns, for each output of an axis of n pixels from c,
+// the source pixels it averages under the Nearest filter, found by
+// measuring overlaps (in units of 1/n pixel, so exactly): the pixel its
+// centre falls in (ToScreen's), and each pixel no centre falls in goes to
+// the output covering the most of it, the first on a tie.
+func nearestOwned(c, n int) [][]int {
+	owned := make([][]int, n)
+	centre := make(map[int]bool)
+	for i := range n {
+		u := toScreen1(i, c, n)
+		if !centre[u] {
+			owned[i] = append(owned[i], u)
+		}
+		centre[u] = true
+	}
+	for u := range c {
+		if centre[u] {
+			continue
+		}
+		best, cover := -1, -1
+		for i := range n { // footprint [i·c, (i+1)·c), pixel [u·n, (u+1)·n)
+			if o := min((i+1)*c, (u+1)*n) - max(i*c, u*n); o > cover {
+				best, cover = i, o
+			}
+		}
+		owned[best] = append(owned[best], u)
+	}
+	for i := range owned {
+		slices.Sort(owned[i])
+	}
+	return owned
+}
+
+// nearestReference resizes src to w×h with the Nearest filter in float64,
+// one axis then the other, each rounded to bytes as the Scaler does. An
+// output owning no pixel (enlarging) shows the pixel its centre falls in.
+func nearestReference(src image.Image, w, h int) *image.NRGBA {
+	in := imaging.Clone(src)
+	pass := func(in *image.NRGBA, w, h int, horizontal bool) *image.NRGBA {
+		out := image.NewNRGBA(image.Rect(0, 0, w, h))
+		c, n := in.Rect.Dx(), w
+		if !horizontal {
+			c, n = in.Rect.Dy(), h
+		}
+		owned := nearestOwned(c, n)
+		for y := range h {
+			for x := range w {
+				i := x
+				if !horizontal {
+					i = y
+				}
+				us := owned[i]
+				if len(us) == 0 {
+					us = []int{toScreen1(i, c, n)}
+				}
+				var acc [3]float64
+				for _, u := range us {
+					p := in.NRGBAAt(u, y)
+					if !horizontal {
+						p = in.NRGBAAt(x, u)
+					}
+					acc[0] += float64(p.R)
+					acc[1] += float64(p.G)
+					acc[2] += float64(p.B)
+				}
+				k := float64(len(us))
+				out.SetNRGBA(x, y, color.NRGBA{uint8(math.Round(acc[0] / k)), uint8(math.Round(acc[1] / k)), uint8(math.Round(acc[2] / k)), 0xff})
+			}
+		}
+		return out
+	}
+	return pass(pass(in, w, in.Rect.Dy(), true), w, h, false)
+}
+
+// TestNearestShowsTheScreenPixel checks the Nearest filter's promise
+// exactly, on noise: an output pixel that owns one source pixel on each
+// axis is the screen pixel ToScreen maps it to, unchanged; the others
+// include it in their mean. At 1440×900 → 1280×800 that is 7 of 8 columns
+// and rows.
+func TestNearestShowsTheScreenPixel(t *testing.T) {
+	for _, v := range []struct{ sw, sh, w, h int }{{1440, 900, 1280, 800}, {1920, 1080, 1280, 720}, {1366, 768, 1280, 720}, {300, 200, 299, 131}} {
+		src := noisy(v.sw, v.sh, 5)
+		tr, err := New(Size{v.sw, v.sh}, nil, v.w, v.h, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := Scaler{Filter: Nearest}
+		got, err := s.Scale(src, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ox, oy := nearestOwned(v.sw, v.w), nearestOwned(v.sh, v.h)
+		exact := 0
+		for y := range v.h {
+			for x := range v.w {
+				sx, sy, err := tr.ToScreen(x, y)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Contains(ox[x], sx) || !slices.Contains(oy[y], sy) {
+					t.Fatalf("%+v: (%d, %d) does not average the screen pixel (%d, %d) it maps to", v, x, y, sx, sy)
+				}
+				if len(ox[x]) == 1 && len(oy[y]) == 1 {
+					exact++
+					if g, w := got.RGBAAt(x, y), src.RGBAAt(sx, sy); g != w {
+						t.Fatalf("%+v: (%d, %d) is %v, want the screen pixel (%d, %d) %v", v, x, y, g, sx, sy, w)
+					}
+				}
+			}
+		}
+		if v.sw == 1440 && exact < v.w*v.h*3/4 {
+			t.Fatalf("%+v: only %d of %d pixels are screen pixels", v, exact, v.w*v.h)
+		}
+	}
 }
 
 // TestScaleMatchesImaging compares each filter against its float reference

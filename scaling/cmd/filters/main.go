@@ -51,6 +51,7 @@ type variant struct {
 }
 
 var variants = []variant{
+	{"nearest", scaling.Nearest, false},
 	{"area (box)", scaling.Area, false},
 	{"catmull-rom", scaling.CatmullRom, false},
 	{"catmull-rom-clamped", scaling.CatmullRom, true},
