@@ -3,65 +3,185 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/internal/randhex"
+	"github.com/agentd-dev/agentd/runner"
+)
+
+// Who answered a question.
+const (
+	ByPage     = "the console"
+	ByTerminal = "the terminal"
 )
 
 // Question is an approval a run waits for, shown in the page with the
-// call's actions (in short: typed text by its length only).
+// call's actions (in short: typed text by its length only), drawn on the
+// screenshot they refer to.
 type Question struct {
 	ID      string   `json:"id"`
 	Kind    string   `json:"kind"`
 	CallID  string   `json:"call_id"`
 	Actions []string `json:"actions,omitempty"`
-	Checks  []string `json:"checks,omitempty"`
-	// Shot is the record's screenshot the actions refer to, if known.
-	Shot string `json:"shot,omitempty"`
+	// Marks are how Actions are drawn (one each, nil for none).
+	Marks  []*Mark  `json:"marks,omitempty"`
+	Checks []string `json:"checks,omitempty"`
+	// Index is the action asked about (before_action; len(Actions) for
+	// the final screenshot); -1 asks about the whole call.
+	Index   int    `json:"index"`
+	Summary string `json:"summary,omitempty"`
+	// Run and Shot are the record's screenshot the actions refer to: the
+	// last one of the current run when the question is asked.
+	Run  string `json:"run,omitempty"`
+	Shot *Shot  `json:"shot,omitempty"`
 }
 
-// questions are the approvals waiting for an answer from the page.
+// Answer is a question's one answer and who gave it.
+type Answer struct {
+	Approved bool
+	By       string
+}
+
+// Settled is how a question left the page: answered (by whom) or
+// withdrawn. The page shows it for the questions it showed.
+type Settled struct {
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	By        string `json:"by,omitempty"`
+	Approved  bool   `json:"approved"`
+	Withdrawn bool   `json:"withdrawn,omitempty"`
+}
+
+// keepSettled is how many settled questions the page can still be told
+// about.
+const keepSettled = 32
+
+// questions are the approvals waiting for an answer. Every way a question
+// ends — the page's answer, the terminal's, withdrawal — goes through
+// settle under mu: exactly one of them ends it, and an answer names its
+// question by id, so it can never apply to another one.
 type questions struct {
 	mu      sync.Mutex
 	pending []*question
+	settled []Settled
 }
 
 type question struct {
 	Question
-	answer chan bool // receives the one answer the page gives
+	answer chan Answer // buffered 1: receives the winning answer
 }
 
 // ErrNotAnswered is Ask's error when the question was withdrawn (its
-// context ended) before the page answered.
-var ErrNotAnswered = errors.New("console: the question was not answered in the page")
+// context ended) before anyone answered.
+var ErrNotAnswered = errors.New("console: the question was not answered")
+
+// post shows q in the page under a fresh id, with the current run's last
+// screenshot when q names none.
+func (s *Server) post(q Question) *question {
+	q.ID = randhex.String(8)
+	if q.Shot == nil && s.cfg.CurrentRun != "" {
+		if run, err := readRun(filepath.Join(s.cfg.RunsDir, s.cfg.CurrentRun), s.cfg.CurrentRun); err == nil {
+			q.Run, q.Shot = run.ID, lastShot(run)
+		}
+	}
+	qq := &question{Question: q, answer: make(chan Answer, 1)}
+	s.questions.mu.Lock()
+	s.questions.pending = append(s.questions.pending, qq)
+	s.questions.mu.Unlock()
+	return qq
+}
+
+// lastShot is the last screenshot a run's record holds.
+func lastShot(run *Run) *Shot {
+	for i := len(run.StepList) - 1; i >= 0; i-- {
+		st := run.StepList[i]
+		for j := len(st.Screenshots) - 1; j >= 0; j-- {
+			if st.Screenshots[j].File != "" {
+				sh := st.Screenshots[j]
+				return &sh
+			}
+		}
+	}
+	return nil
+}
+
+// settle ends the pending question id with a (nil: withdraws it). Only the
+// first call for an id wins (true); a loser gets how the question ended,
+// if it is still known.
+func (s *Server) settle(id string, a *Answer) (bool, *Settled) {
+	s.questions.mu.Lock()
+	defer s.questions.mu.Unlock()
+	i := slices.IndexFunc(s.questions.pending, func(q *question) bool { return q.ID == id })
+	if i < 0 {
+		j := slices.IndexFunc(s.questions.settled, func(st Settled) bool { return st.ID == id })
+		if j < 0 {
+			return false, nil
+		}
+		st := s.questions.settled[j]
+		return false, &st
+	}
+	q := s.questions.pending[i]
+	s.questions.pending = slices.Delete(s.questions.pending, i, i+1)
+	st := Settled{ID: id, CallID: q.CallID, Withdrawn: a == nil}
+	if a != nil {
+		st.By, st.Approved = a.By, a.Approved
+		q.answer <- *a // the one send: q is no longer pending
+	}
+	s.questions.settled = append(s.questions.settled, st)
+	if n := len(s.questions.settled); n > keepSettled {
+		s.questions.settled = slices.Delete(s.questions.settled, 0, n-keepSettled)
+	}
+	return true, nil
+}
 
 // Ask shows q in the page and waits for a person's answer there: true
 // only for "Approve". Nothing else answers: a page that is closed or
 // disconnected leaves the question waiting until ctx ends (fail closed).
 // Ending ctx withdraws the question, so a later click answers nothing.
 func (s *Server) Ask(ctx context.Context, q Question) (bool, error) {
-	q.ID = randhex.String(8)
-	qq := &question{Question: q, answer: make(chan bool, 1)}
-	s.questions.mu.Lock()
-	s.questions.pending = append(s.questions.pending, qq)
-	s.questions.mu.Unlock()
-	defer s.withdraw(qq)
-	select {
-	case ok := <-qq.answer:
-		return ok, nil
-	case <-ctx.Done():
-		return false, errors.Join(ErrNotAnswered, ctx.Err())
-	}
+	a, err := s.AskBoth(ctx, q, nil)
+	return a.Approved, err
 }
 
-func (s *Server) withdraw(q *question) {
-	s.questions.mu.Lock()
-	defer s.questions.mu.Unlock()
-	s.questions.pending = slices.DeleteFunc(s.questions.pending, func(p *question) bool { return p == q })
+// AskBoth asks q in the page and, when term is set, through term too
+// (the terminal, with its own context): the first answer wins. When the
+// page wins, term's context ends (the terminal's prompt is withdrawn);
+// when term wins, the page is told. A term that fails (no terminal, end
+// of input) leaves the page to answer. An answer that settled the
+// question before ctx ended stands; otherwise the question is withdrawn
+// with ErrNotAnswered.
+func (s *Server) AskBoth(ctx context.Context, q Question, term func(context.Context) (bool, error)) (Answer, error) {
+	qq := s.post(q)
+	tctx, cancel := context.WithCancel(ctx)
+	termDone := make(chan struct{})
+	defer func() { cancel(); <-termDone }()
+	if term != nil {
+		go func() {
+			defer close(termDone)
+			if ok, err := term(tctx); err == nil && tctx.Err() == nil {
+				// Loses, and changes nothing, when the page answered first.
+				s.settle(qq.ID, &Answer{Approved: ok, By: ByTerminal})
+			}
+		}()
+	} else {
+		close(termDone)
+	}
+	select {
+	case a := <-qq.answer:
+		return a, nil
+	case <-ctx.Done():
+		if won, _ := s.settle(qq.ID, nil); won {
+			return Answer{}, errors.Join(ErrNotAnswered, ctx.Err())
+		}
+		return <-qq.answer, nil // settled just before: that answer stands
+	}
 }
 
 func (s *Server) serveQuestions(w http.ResponseWriter, r *http.Request) {
@@ -70,15 +190,18 @@ func (s *Server) serveQuestions(w http.ResponseWriter, r *http.Request) {
 	for i, q := range s.questions.pending {
 		list[i] = q.Question
 	}
+	settled := slices.Clone(s.questions.settled)
 	s.questions.mu.Unlock()
 	writeJSON(w, struct {
 		Questions []Question `json:"questions"`
-	}{list})
+		Settled   []Settled  `json:"settled"`
+	}{list, settled})
 }
 
-// serveAnswer takes the page's answer, "approve" or "deny", to a pending
-// question. The first answer wins; a question already answered, or
-// withdrawn, takes none.
+// serveAnswer takes the page's answer, "approve" or "deny", to the pending
+// question its URL names. The first answer wins; a question already
+// answered (here or on the terminal), or withdrawn, takes none, and the
+// page is told why.
 func (s *Server) serveAnswer(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64))
 	if err != nil {
@@ -94,19 +217,100 @@ func (s *Server) serveAnswer(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `the answer is "approve" or "deny"`, http.StatusBadRequest)
 		return
 	}
-	id := r.PathValue("id")
-	s.questions.mu.Lock()
-	i := slices.IndexFunc(s.questions.pending, func(q *question) bool { return q.ID == id })
-	var q *question
-	if i >= 0 {
-		q = s.questions.pending[i]
-		s.questions.pending = slices.Delete(s.questions.pending, i, i+1)
-	}
-	s.questions.mu.Unlock()
-	if q == nil {
-		http.Error(w, "this question was already answered or is no longer asked", http.StatusConflict)
+	won, st := s.settle(r.PathValue("id"), &Answer{Approved: approve, By: ByPage})
+	if !won {
+		http.Error(w, settledText(st), http.StatusConflict)
 		return
 	}
-	q.answer <- approve
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// settledText tells the page why its answer came too late.
+func settledText(st *Settled) string {
+	switch {
+	case st == nil:
+		return "this question is no longer asked"
+	case st.Withdrawn:
+		return "this question was withdrawn: the run went on without it"
+	case st.Approved:
+		return "already approved in " + st.By
+	default:
+		return "already refused in " + st.By
+	}
+}
+
+// Terminal asks the same questions on a terminal (runner.TerminalApprover).
+type Terminal interface {
+	ApproveSafetyChecks(ctx context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error)
+	ApproveAction(ctx context.Context, a runner.ActionInfo) (any, error)
+}
+
+// Approvals answers a run's approvals (runner.CallOptions) in the page
+// and, when Terminal is set, on the terminal too: the first answer wins.
+type Approvals struct {
+	Server   *Server
+	Terminal Terminal
+	// Answered, if set, is told each answer before the run goes on (agentctl
+	// prints it and notes it in the run record).
+	Answered func(q Question, a Answer)
+}
+
+// SafetyChecks fits runner.CallOptions.ApproveSafetyChecks.
+func (ap Approvals) SafetyChecks(ctx context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
+	q := callQuestion(runner.ApprovalSafetyChecks, call.CallID, call.Actions, -1)
+	for _, c := range checks {
+		q.Checks = append(q.Checks, c.Code+": "+c.Message)
+	}
+	var term func(context.Context) (bool, error)
+	if ap.Terminal != nil {
+		term = func(ctx context.Context) (bool, error) {
+			v, err := ap.Terminal.ApproveSafetyChecks(ctx, call, checks)
+			return v == true, err
+		}
+	}
+	return ap.ask(ctx, q, term)
+}
+
+// BeforeAction fits runner.CallOptions.BeforeAction.
+func (ap Approvals) BeforeAction(ctx context.Context, info runner.ActionInfo) (any, error) {
+	q := callQuestion(runner.ApprovalBeforeAction, info.CallID, info.Actions, info.Index)
+	q.Summary = info.Action.String()
+	if info.IsFinalScreenshot {
+		q.Summary = "final screenshot"
+	}
+	var term func(context.Context) (bool, error)
+	if ap.Terminal != nil {
+		term = func(ctx context.Context) (bool, error) {
+			v, err := ap.Terminal.ApproveAction(ctx, info)
+			return v == true, err
+		}
+	}
+	return ap.ask(ctx, q, term)
+}
+
+func (ap Approvals) ask(ctx context.Context, q Question, term func(context.Context) (bool, error)) (any, error) {
+	a, err := ap.Server.AskBoth(ctx, q, term)
+	if err != nil {
+		return false, fmt.Errorf("asking %s for call %s: %w", q.Kind, q.CallID, err)
+	}
+	if ap.Answered != nil {
+		ap.Answered(q, a)
+	}
+	return a.Approved, nil
+}
+
+// callQuestion shows a call's actions and how each is drawn.
+func callQuestion(kind, callID string, as []actions.Action, index int) Question {
+	q := Question{Kind: kind, CallID: callID, Index: index}
+	for _, a := range as {
+		q.Actions = append(q.Actions, a.String())
+		m := markOf(a.String())
+		if m != nil && a.Type == actions.Drag && len(a.Path) >= 2 {
+			for _, p := range a.Path {
+				m.Path = append(m.Path, Point{X: p.X, Y: p.Y})
+			}
+		}
+		q.Marks = append(q.Marks, m)
+	}
+	return q
 }

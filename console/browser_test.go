@@ -298,7 +298,7 @@ func TestConsoleInChromium(t *testing.T) {
 	want := map[string]any{"img": "/api/runs/" + runName + "/step-001.png", "loaded": 1280.0, "clicks": 1.0, "drags": 1.0, "scrolls": 1.0,
 		"scrollArrow": "640,400,640,448", "scrollHead": 1.0, "clickButton": "left",
 		"dragPoints": "100,100 400,120 420,300 200,320 300,200", "dragThrough": true, "dragStraight": false,
-		"labels":      []any{"3. type 12 chars"}, "final": "The form is submitted."}
+		"labels": []any{"3. type 12 chars"}, "final": "The form is submitted."}
 	for k, v := range want {
 		if fmt.Sprint(got[k]) != fmt.Sprint(v) {
 			t.Errorf("step 2 %s = %v, want %v", k, got[k], v)
@@ -461,5 +461,155 @@ func TestConsoleApprovesARealRun(t *testing.T) {
 				t.Fatalf("a denied call reached the desktop: %v", clicks)
 			}
 		}
+	}
+}
+
+// before_action questions in the page, in a scripted run on a real
+// desktop: each question shows the call's actions drawn on the screenshot
+// the model saw, the asked one marked. "Approve" lets the click reach the
+// desktop (X event recorder); "Deny" stops the run with nothing executed.
+func TestConsoleBeforeActionInChromium(t *testing.T) {
+	d := startDesktop(t)
+	ctx := headless(t)
+	for _, button := range []string{"approve", "deny"} {
+		runs, runName := t.TempDir(), "20260101-120000-"+button
+		rec, err := runner.CreateRecord(filepath.Join(runs, runName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := startConsole(t, Config{RunsDir: runs, CurrentRun: runName})
+		run(t, ctx, chromedp.Navigate(s.URL()))
+		d.rec.Clear()
+		model, base := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+			respserver.Call(`{"type":"click","button":"right","x":640,"y":400}`), respserver.Turn{Message: "done"})
+		c, err := guest.Dial(context.Background(), d.addr, d.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+		ts := runner.New(openai.NewClient(option.WithBaseURL(base), option.WithAPIKey("test")), c)
+		runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		done := make(chan error, 1)
+		ap := Approvals{Server: s}
+		go func() {
+			_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
+				BeforeAction: ap.BeforeAction, OnEvent: rec.Event}})
+			done <- err
+		}()
+		// Answer each question as it comes: the click's with the button
+		// under test, the screenshots with Approve.
+		var clickQuestion map[string]any
+		var runErr error
+		seen := map[string]bool{}
+	answering:
+		for {
+			select {
+			case runErr = <-done:
+				break answering
+			default:
+			}
+			q := run(t, ctx, chromedp.Evaluate[map[string]any](`(() => {
+				const q = document.querySelector('li.question');
+				if (!q || q.querySelector('button').disabled) return {};
+				const img = q.querySelector('.shot img');
+				return { id: q.dataset.id, text: q.textContent, img: img ? img.getAttribute('src') : '',
+					asked: [...q.querySelectorAll('g.asked')].map(g => g.getAttribute('class')).join(' '),
+					button: (q.querySelector('g.asked .mark-button') || {}).textContent || '' };
+			})()`))
+			id, _ := q["id"].(string)
+			if id == "" || seen[id] {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			seen[id] = true
+			answer := "approve"
+			if text, _ := q["text"].(string); strings.Contains(text, "action 1: click right (640,400)") {
+				clickQuestion, answer = q, button
+			}
+			run(t, ctx, chromedp.Click(`li.question[data-id="`+id+`"] button.`+answer))
+		}
+		cancel()
+		ts.Close()
+		c.Close()
+		model.Close()
+		rec.Finish(nil, runErr)
+		if clickQuestion == nil {
+			t.Fatalf("%s: the click was never asked about in the page (run: %v)", button, runErr)
+		}
+		if clickQuestion["img"] != "/api/runs/"+runName+"/step-001.png" || clickQuestion["asked"] != "mark-click asked" || clickQuestion["button"] != "right" {
+			t.Errorf("%s: the click's question shows %v, want step-001.png with the right click marked", button, clickQuestion)
+		}
+		d.rec.Sync(t)
+		var presses []xrecorder.Event
+		for _, e := range d.rec.Events() {
+			if e.Kind == xrecorder.ButtonPress {
+				presses = append(presses, e)
+			}
+		}
+		switch button {
+		case "approve":
+			if runErr != nil {
+				t.Fatalf("approved run: %v", runErr)
+			}
+			if len(presses) != 1 || presses[0].X != 720 || presses[0].Y != 450 || presses[0].Button != 3 {
+				t.Fatalf("approved click reached the desktop as %+v, want one right press at (720,450)", presses)
+			}
+		case "deny":
+			var refusal *runner.ApprovalError
+			if !errors.As(runErr, &refusal) || refusal.Kind != runner.ApprovalBeforeAction {
+				t.Fatalf("denied run ended with %v, want a before_action refusal", runErr)
+			}
+			if len(presses) != 0 {
+				t.Fatalf("a denied action reached the desktop: %+v", presses)
+			}
+		}
+	}
+}
+
+// Asked in the page and on the terminal: the terminal answering first
+// takes the question out of the page, which says it was answered there;
+// the page answering first withdraws the terminal's prompt.
+func TestConsoleTerminalAndPageInChromium(t *testing.T) {
+	s := startConsole(t, Config{RunsDir: t.TempDir()})
+	ctx := headless(t)
+	run(t, ctx, chromedp.Navigate(s.URL()))
+
+	shown := make(chan struct{})
+	res := make(chan Answer, 1)
+	go func() {
+		a, _ := s.AskBoth(context.Background(), Question{Kind: runner.ApprovalBeforeAction, CallID: "call_9", Index: 0, Summary: "click left (1,2)"},
+			func(ctx context.Context) (bool, error) {
+				select {
+				case <-shown:
+					return true, nil
+				case <-ctx.Done():
+					return false, ctx.Err()
+				}
+			})
+		res <- a
+	}()
+	run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question button.approve') !== null`))
+	close(shown)
+	if a := <-res; a != (Answer{Approved: true, By: ByTerminal}) {
+		t.Fatalf("got %+v", a)
+	}
+	run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question') === null && document.querySelector('#questions').hidden`))
+	if log := run(t, ctx, chromedp.Text("#question-log")); !strings.Contains(log, "call_9: approved in the terminal") {
+		t.Fatalf("the page says %q", log)
+	}
+
+	withdrawn := make(chan error, 1)
+	go func() {
+		a, _ := s.AskBoth(context.Background(), Question{Kind: runner.ApprovalBeforeAction, CallID: "call_10", Index: 0},
+			func(ctx context.Context) (bool, error) { <-ctx.Done(); withdrawn <- ctx.Err(); return false, ctx.Err() })
+		res <- a
+	}()
+	run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question button.deny') !== null`))
+	run(t, ctx, chromedp.Click("li.question button.deny"))
+	if a := <-res; a != (Answer{Approved: false, By: ByPage}) {
+		t.Fatalf("got %+v", a)
+	}
+	if err := <-withdrawn; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the terminal's prompt ended with %v", err)
 	}
 }

@@ -55,6 +55,21 @@ func (p *TerminalApprover) ApproveSafetyChecks(ctx context.Context, call CallInf
 	return p.Ask(ctx, b.String())
 }
 
+// ApproveAction fits CallOptions.BeforeAction: it asks about the one
+// action about to run, shown among its call's actions.
+func (p *TerminalApprover) ApproveAction(ctx context.Context, a ActionInfo) (any, error) {
+	what := a.Action.String()
+	if a.IsFinalScreenshot {
+		what = "the final screenshot"
+	}
+	summaries := make([]string, len(a.Actions))
+	for i, x := range a.Actions {
+		summaries[i] = x.String()
+	}
+	return p.Ask(ctx, fmt.Sprintf("\nThe model's call %s (%s) would now run action %d: %s\nRun it? [y/N] ",
+		a.CallID, strings.Join(summaries, ", "), a.Index+1, what))
+}
+
 // Ask asks a person a yes/no question (shown through Printable) and
 // approves only on "y" or "yes". Without a terminal it refuses with
 // ErrNoTerminal, without asking.

@@ -69,51 +69,22 @@ func printConsoleURL(w io.Writer, srv *console.Server) {
 	fmt.Fprintf(w, "console: %s\n  (open it once: the link signs this browser in and then stops working)\n", srv.URL())
 }
 
-// approveEither asks the console's page and, when standard input is a
+// consoleApprovals asks the console's page and, when standard input is a
 // terminal, the terminal too: the first answer wins, the other question is
 // withdrawn and the person there is told. The record notes who answered.
-func approveEither(srv *console.Server, term *runner.TerminalApprover, interactive bool, rec *runner.Record, out io.Writer) func(context.Context, runner.CallInfo, []runner.SafetyCheck) (any, error) {
-	return func(ctx context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
-		q := console.Question{Kind: runner.ApprovalSafetyChecks, CallID: call.CallID}
-		for _, a := range call.Actions {
-			q.Actions = append(q.Actions, a.String())
-		}
-		for _, c := range checks {
-			q.Checks = append(q.Checks, c.Code+": "+c.Message)
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		type answer struct {
-			ok  bool
-			err error
-			by  string
-		}
-		answers := make(chan answer, 2)
-		asked := 1
-		go func() { ok, err := srv.Ask(ctx, q); answers <- answer{ok, err, "the console"} }()
-		if interactive {
-			asked++
-			go func() {
-				v, err := term.ApproveSafetyChecks(ctx, call, checks)
-				answers <- answer{v == true, err, "the terminal"}
-			}()
-		}
-		first := <-answers
-		cancel()
-		for range asked - 1 {
-			<-answers
-		}
-		if first.err != nil {
-			return false, first.err
-		}
+func consoleApprovals(srv *console.Server, term *runner.TerminalApprover, interactive bool, rec *runner.Record, out io.Writer) console.Approvals {
+	ap := console.Approvals{Server: srv, Answered: func(q console.Question, a console.Answer) {
 		verdict := "refused"
-		if first.ok {
+		if a.Approved {
 			verdict = "approved"
 		}
 		if interactive {
-			fmt.Fprintf(out, "  call %s: %s in %s\n", runner.Printable(call.CallID), verdict, first.by)
+			fmt.Fprintf(out, "  call %s: %s in %s\n", runner.Printable(q.CallID), verdict, a.By)
 		}
-		rec.Note("approval_by", map[string]any{"call_id": call.CallID, "kind": q.Kind, "by": first.by, "approved": first.ok})
-		return first.ok, nil
+		rec.Note("approval_by", map[string]any{"call_id": q.CallID, "kind": q.Kind, "index": q.Index, "by": a.By, "approved": a.Approved})
+	}}
+	if interactive && term != nil {
+		ap.Terminal = term
 	}
+	return ap
 }

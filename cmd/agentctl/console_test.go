@@ -19,7 +19,7 @@ import (
 
 // With --console and no terminal, a safety check is answered in the page:
 // its answer is the approval, and the record notes who gave it.
-func TestApproveEitherThroughTheConsole(t *testing.T) {
+func TestConsoleApprovalsThroughThePage(t *testing.T) {
 	dir := t.TempDir()
 	srv, err := console.Start(console.Config{RunsDir: dir})
 	if err != nil {
@@ -30,7 +30,7 @@ func TestApproveEitherThroughTheConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	approve := approveEither(srv, nil, false, rec, io.Discard)
+	approve := consoleApprovals(srv, nil, false, rec, io.Discard).SafetyChecks
 
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}

@@ -52,6 +52,7 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	viewSize := fs.String("view", "1280x800", "the model sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
 	network := fs.Bool("network", false, "with --guest docker: give the container a network (default none)")
 	withConsole := fs.Bool("console", false, "serve the console for this run (the desktop live, the steps) and print its one-time URL")
+	confirm := fs.Bool("confirm", false, "ask before each action and each final screenshot (before_action): on the terminal and, with --console, in the page; the first answer wins")
 	mode := fs.String("mode", "computer", "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code); browser: the browser toolset on the guest's Chromium (agentd --browser)")
 	resume := fs.String("resume", "", "continue the run whose record is this folder (runs/<id>) from its last checkpoint, on --guest")
 	stream := fs.Bool("stream", false, "read each response as a stream and print the model's text as it arrives")
@@ -59,14 +60,15 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	var origins originList
 	fs.Var(&origins, "allow-origin", "with --mode browser: an origin the model may navigate to (scheme://host[:port]); repeat for more")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream] "task"
+		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream] [--console] [--confirm] "task"
        agentctl run --guest ADDR|NAME --resume runs/<id> [--reconcile done|not-done]
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
 --guest docker runs it in a fresh container (Firefox ESR and Mousepad, no
 network unless --network), removed afterwards.
-Uses OPENAI_API_KEY, and OPENAI_BASE_URL when set. Pending safety checks are
-asked on the terminal (y/N) and refused when standard input is not one.
+Uses OPENAI_API_KEY, and OPENAI_BASE_URL when set. Pending safety checks
+(and, with --confirm, each action) are asked on the terminal (y/N) and, with
+--console, in the page; without either they are refused.
 Each run keeps checkpoints in its record (ledger/); --resume continues a run
 that stopped (crash, kill, error) from the end of its last completed step,
 with the remaining request budget, the same task and model. If it stopped
@@ -136,6 +138,8 @@ it is never run again unless answered not-done.`)
 		return fmt.Errorf("--mode %q: use computer, code or browser", *mode)
 	case len(origins) > 0 && *mode != "browser":
 		return errors.New("--allow-origin is for --mode browser")
+	case *confirm && *mode != "computer":
+		return errors.New("--confirm is for --mode computer (the browser mode asks before each navigation anyway)")
 	}
 	fresh, err := backend.Get(g.addr)
 	if err != nil && *network {
@@ -216,8 +220,16 @@ it is never run again unless answered not-done.`)
 		return err
 	}
 	approve := approver.ApproveSafetyChecks
+	var before func(context.Context, runner.ActionInfo) (any, error)
+	if *confirm {
+		before = approver.ApproveAction
+	}
 	if srv != nil {
-		approve = approveEither(srv, approver, runner.IsTerminal(stdin), rec, stderr)
+		ap := consoleApprovals(srv, approver, runner.IsTerminal(stdin), rec, stderr)
+		approve = ap.SafetyChecks
+		if *confirm {
+			before = ap.BeforeAction
+		}
 	}
 	show := progress{w: stdout}
 	opts := runner.RunOptions{
@@ -226,6 +238,7 @@ it is never run again unless answered not-done.`)
 		MaxSteps: *maxSteps,
 		CallOptions: runner.CallOptions{
 			ApproveSafetyChecks: approve,
+			BeforeAction:        before,
 			OnEvent: func(e runner.Event) {
 				rec.Event(e)
 				show.event(e)

@@ -205,7 +205,7 @@ function marks(shot, acts) {
     // Zero fields are left out of the JSON.
     const m = Object.assign({ x: 0, y: 0, x2: 0, y2: 0, dx: 0, dy: 0, button: 'left' }, a.mark);
     const n = String(i + 1);
-    const g = svg('g', { class: 'mark-' + m.kind });
+    const g = svg('g', { class: 'mark-' + m.kind, 'data-i': String(i) });
     const num = (x, y) => { const t = svg('text', { x: x + 14, y: y - 10, class: 'mark-text' }); t.textContent = n; return t; };
     switch (m.kind) {
       case 'click':
@@ -262,8 +262,13 @@ function marks(shot, acts) {
 
 // ---- questions ----------------------------------------------------------
 
-// Questions the run waits for. Only a click answers one; closing the page
-// answers nothing, and the run keeps waiting (or times out).
+// Questions the run waits for, each with the call's actions drawn on the
+// screenshot they refer to. Only a click answers one; closing the page
+// answers nothing, and the run keeps waiting (or times out). A question
+// answered elsewhere (the terminal) or withdrawn leaves the list and the
+// page says so.
+const shownQuestions = new Map(); // id → call id, of questions this page showed
+
 async function pollQuestions() {
   try {
     const data = await getJSON('/api/questions');
@@ -273,6 +278,15 @@ async function pollQuestions() {
       list.dataset.ids = ids;
       list.replaceChildren(...data.questions.map(questionItem));
     }
+    for (const q of data.questions) shownQuestions.set(q.id, q.call_id);
+    for (const st of data.settled || []) {
+      if (!shownQuestions.has(st.id)) continue;
+      shownQuestions.delete(st.id);
+      // The page's own answers are shown on the question already.
+      if (st.by === 'the console') continue;
+      $('#question-log').append(el('li', 'settled', settledText(st)));
+      $('#answered').hidden = false;
+    }
     $('#questions').hidden = data.questions.length === 0;
   } catch (err) {
     // The console went away; try again.
@@ -280,14 +294,33 @@ async function pollQuestions() {
   setTimeout(pollQuestions, 500);
 }
 
+function settledText(st) {
+  if (st.withdrawn) return `call ${st.call_id}: the question was withdrawn (the run went on without it)`;
+  return `call ${st.call_id}: ${st.approved ? 'approved' : 'refused'} in ${st.by}`;
+}
+
 function questionItem(q) {
   const li = el('li', 'approval question');
   li.dataset.id = q.id;
-  li.append(el('div', '', `${q.kind.replaceAll('_', ' ')} for call ${q.call_id}`));
+  li.dataset.kind = q.kind;
+  const asked = q.index >= 0 ? `, action ${q.index + 1}: ${q.summary}` : '';
+  li.append(el('div', '', `${q.kind.replaceAll('_', ' ')} for call ${q.call_id}${asked}`));
   if (q.checks && q.checks.length) li.append(el('div', 'bad', 'Checks: ' + q.checks.join('; ')));
-  if (q.actions && q.actions.length) li.append(el('div', '', 'It would run: ' + q.actions.join(', ')));
+  if (q.actions && q.actions.length) li.append(el('div', '', 'The call: ' + q.actions.map((a, i) => `${i + 1}. ${a}`).join(', ')));
+  if (q.shot && q.shot.file && q.run) {
+    // The screenshot the model chose the actions from, with them drawn;
+    // the one asked about is marked.
+    const box = el('div', 'shot');
+    const img = el('img');
+    img.alt = `screenshot ${q.shot.file}`;
+    img.src = `/api/runs/${encodeURIComponent(q.run)}/${encodeURIComponent(q.shot.file)}`;
+    const drawn = marks(q.shot, (q.marks || []).map((m) => ({ mark: m })));
+    if (q.index >= 0) drawn.querySelectorAll(`g[data-i="${q.index}"]`).forEach((g) => g.classList.add('asked'));
+    box.append(img, drawn);
+    li.append(box);
+  }
   const answer = async (word, button) => {
-    button.disabled = true;
+    yes.disabled = no.disabled = true;
     const r = await fetch('/api/questions/' + encodeURIComponent(q.id), { method: 'POST', body: word, credentials: 'same-origin' });
     li.append(el('div', r.ok ? 'muted' : 'bad', r.ok ? `answered: ${word}` : await r.text()));
   };
