@@ -27,6 +27,9 @@
 //     effects. One run or call at a time: a concurrent one fails with
 //     ErrBusy. Cancellation reaches the driver and the callbacks, and errors
 //     say which calls were attempted and which completed (*RunError).
+//   - Iterate steps through a run turn by turn: each completed response is
+//     shown before its deferred calls run and before the next request, and
+//     leaving the loop stops the run there (ErrStopped).
 //   - SDK retries only repeat HTTP requests; local calls run between
 //     requests, so a retry never repeats an effect.
 package runner
