@@ -22,6 +22,12 @@ func (s *session) handle(sessCtx context.Context, req request) {
 		timeout = req.timeout + execGrace
 	}
 	ctx, cancel := context.WithTimeout(sessCtx, timeout)
+	if req.op == wire.OpAwaitHandback {
+		// A person may hold the desktop for long: only a cancel or the
+		// session's end stops the wait.
+		cancel()
+		ctx, cancel = context.WithCancel(sessCtx)
+	}
 	s.mu.Lock()
 	s.runningID, s.cancelRun, s.cancelledB = req.id, cancel, false
 	select {
@@ -37,6 +43,21 @@ func (s *session) handle(sessCtx context.Context, req request) {
 	}()
 
 	switch req.op {
+	case wire.OpScreenshot, wire.OpExec, wire.OpBrowser:
+		// Batches and actions are refused action by action (runActions).
+		if s.srv.lease.isHeld() {
+			s.replyError(sessCtx, req.id, wire.CodeTakenOver, takenOver(req.op), -1)
+			return
+		}
+	}
+	switch req.op {
+	case wire.OpAwaitHandback:
+		hb, err := s.srv.lease.await(ctx)
+		if err != nil {
+			s.replyError(sessCtx, req.id, wire.CodeCancelled, s.stopError(sessCtx, err, -1, "waiting for the hand back, step").Message, -1)
+			return
+		}
+		s.send(sessCtx, wire.Reply{Op: wire.OpDone, ID: req.id, Handback: &hb})
 	case wire.OpBatch, wire.OpAction:
 		s.runActions(sessCtx, ctx, req)
 	case wire.OpScreenshot:
@@ -110,7 +131,11 @@ func (s *session) runActions(sessCtx, ctx context.Context, req request) {
 				break
 			}
 		}
-		res, err := s.srv.cfg.Exec.Do(ctx, a)
+		res, ok, err := s.modelInput(ctx, a)
+		if !ok {
+			failure = &wire.Error{Code: wire.CodeTakenOver, Message: takenOver(fmt.Sprintf("action %d (%s)", i, a.Type)), FailedIndex: i}
+			break
+		}
 		if err != nil {
 			s.srv.cfg.Logf("action %d (%s) failed: %v", i, a.Type, err)
 		}
@@ -139,7 +164,7 @@ func (s *session) runActions(sessCtx, ctx context.Context, req request) {
 			reply.Op, reply.Error = wire.OpError, s.stopError(sessCtx, err, len(screenActions), "before the screenshot, step")
 		}
 	}
-	if req.op == wire.OpBatch && ctx.Err() == nil && (!req.gate || reply.Error == nil) {
+	if req.op == wire.OpBatch && ctx.Err() == nil && (!req.gate || reply.Error == nil) && (failure == nil || failure.Code != wire.CodeTakenOver) {
 		if view != nil {
 			s.view, s.transform = *req.view, *view
 		}
@@ -147,6 +172,19 @@ func (s *session) runActions(sessCtx, ctx context.Context, req request) {
 		return
 	}
 	s.send(sessCtx, reply)
+}
+
+// modelInput performs a controller's action unless a person holds the
+// desktop (ok false: nothing ran). The check and the action hold inputMu
+// together, so a take over waits for the action and none starts after it.
+func (s *session) modelInput(ctx context.Context, a actions.Action) (executor.Result, bool, error) {
+	s.srv.inputMu.Lock()
+	defer s.srv.inputMu.Unlock()
+	if s.srv.lease.isHeld() {
+		return executor.Result{}, false, nil
+	}
+	res, err := s.srv.cfg.Exec.Do(ctx, a)
+	return res, true, err
 }
 
 // awaitGo tells the client that step index of gated request id is next and

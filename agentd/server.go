@@ -109,6 +109,12 @@ type Server struct {
 
 	watch watchers
 
+	// ops and lease are the operator role (operate.go, lease.go); inputMu
+	// serialises the lease check with the input it allows.
+	ops     operators
+	lease   lease
+	inputMu sync.Mutex
+
 	mu      sync.Mutex
 	active  bool          // a controller holds the session
 	idle    chan struct{} // closed when the active session has fully ended
@@ -140,6 +146,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("/healthz", s.serveHealth)
 	s.mux.HandleFunc("/v1", s.serveSession)
 	s.mux.HandleFunc(wire.WatchPath, s.serveWatch)
+	s.mux.HandleFunc(wire.OperatePath, s.serveOperate)
 	return s, nil
 }
 
@@ -162,7 +169,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	select {
 	case <-idle:
-		return s.watch.wait(ctx)
+		if err := s.watch.wait(ctx); err != nil {
+			return err
+		}
+		return waitGroup(ctx, &s.ops.wg)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

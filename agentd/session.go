@@ -195,7 +195,7 @@ func decodeRequest(data []byte) (request, error) {
 			return req, errors.New(`browser request has no "browser" call with a member`)
 		}
 		req.browser = raw.Browser
-	case wire.OpScreenshot, wire.OpReleaseAll:
+	case wire.OpScreenshot, wire.OpReleaseAll, wire.OpAwaitHandback:
 	case wire.OpExec:
 		d, err := codeexec.Deadline(raw.DeadlineMS)
 		if err != nil {

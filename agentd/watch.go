@@ -43,9 +43,12 @@ func (w *watchers) leave() {
 }
 
 // wait returns when every watcher has ended, or ctx is done.
-func (w *watchers) wait(ctx context.Context) error {
+func (w *watchers) wait(ctx context.Context) error { return waitGroup(ctx, &w.wg) }
+
+// waitGroup waits for wg, or until ctx is done.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
 	done := make(chan struct{})
-	go func() { w.wg.Wait(); close(done) }()
+	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil

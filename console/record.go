@@ -18,7 +18,8 @@ import (
 // ever written (runner.RecordVersion): version 0 has no header line,
 // version 1 starts with {"kind":"record","version":1}; version 2 adds a
 // drag's path to its action line (older drags are drawn first to last,
-// all their summary holds). A line of a kind it
+// all their summary holds); version 3 adds takeover lines (a person held
+// the desktop). A line of a kind it
 // does not know is skipped, never an error: a record is read as far as it
 // makes sense.
 
@@ -72,7 +73,9 @@ type Step struct {
 	Approvals   []Approval `json:"approvals,omitempty"`
 	Screenshots []Shot     `json:"screenshots,omitempty"`
 	Codes       int        `json:"codes,omitempty"`
-	Final       string     `json:"final,omitempty"`
+	// Takeovers are a person's holds on the desktop that stopped a call.
+	Takeovers []Takeover `json:"takeovers,omitempty"`
+	Final     string     `json:"final,omitempty"`
 }
 
 // Shot is a screenshot file of the record.
@@ -129,6 +132,20 @@ type Approval struct {
 	By       string   `json:"by,omitempty"`
 }
 
+// Takeover is a person's hold on the desktop (record version 2): the
+// call it stopped, its actions that did not run, and once handed back who
+// held it, what they did (typed text by its length only) and their notes.
+type Takeover struct {
+	CallID     string   `json:"call_id"`
+	NotRun     []string `json:"not_run,omitempty"`
+	HandedBack bool     `json:"handed_back"`
+	By         []string `json:"by,omitempty"`
+	Actions    []string `json:"actions,omitempty"`
+	More       int      `json:"more,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+	Orphaned   bool     `json:"orphaned,omitempty"`
+}
+
 // line is every field any version's line may carry.
 type line struct {
 	Kind       string          `json:"kind"`
@@ -166,7 +183,16 @@ type line struct {
 		Bytes int    `json:"bytes"`
 		File  string `json:"file"`
 	} `json:"screenshot"`
-	Code json.RawMessage `json:"code"`
+	Code     json.RawMessage `json:"code"`
+	Takeover *struct {
+		Phase    string   `json:"phase"`
+		NotRun   []string `json:"not_run"`
+		By       []string `json:"by"`
+		Actions  []string `json:"actions"`
+		More     int      `json:"more"`
+		Notes    []string `json:"notes"`
+		Orphaned bool     `json:"orphaned"`
+	} `json:"takeover"`
 	// The end line.
 	OK               bool     `json:"ok"`
 	FinalMessage     string   `json:"final_message"`
@@ -298,6 +324,19 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 			if json.Unmarshal(l.Data, &note) == nil {
 				by[note.CallID+"\x00"+note.Kind] = note.By
 			}
+		case "takeover":
+			if l.Takeover == nil {
+				continue
+			}
+			st := stepOf(&l)
+			tk := l.Takeover
+			if tk.Phase == "handed_back" && len(st.Takeovers) > 0 && st.Takeovers[len(st.Takeovers)-1].CallID == l.CallID && !st.Takeovers[len(st.Takeovers)-1].HandedBack {
+				last := &st.Takeovers[len(st.Takeovers)-1]
+				last.HandedBack, last.By, last.Actions, last.More, last.Notes, last.Orphaned = true, tk.By, tk.Actions, tk.More, tk.Notes, tk.Orphaned
+				continue
+			}
+			st.Takeovers = append(st.Takeovers, Takeover{CallID: l.CallID, NotRun: tk.NotRun, HandedBack: tk.Phase == "handed_back",
+				By: tk.By, Actions: tk.Actions, More: tk.More, Notes: tk.Notes, Orphaned: tk.Orphaned})
 		case "code":
 			stepOf(&l).Codes++
 		case "final":

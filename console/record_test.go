@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -145,7 +146,7 @@ func TestReadRunOlderVersionsAndDamage(t *testing.T) {
 		t.Fatalf("version 0 read as %+v", run.RunSummary)
 	}
 	// Version 1: no drag path; the drag is drawn from its summary.
-	v1 := regexp.MustCompile(`"path":\[[^\]]*\],`).ReplaceAll(bytes.Replace(data, []byte(`"version":2`), []byte(`"version":1`), 1), nil)
+	v1 := regexp.MustCompile(`"path":\[[^\]]*\],`).ReplaceAll(bytes.Replace(data, []byte(fmt.Sprintf(`"version":%d`, runner.RecordVersion)), []byte(`"version":1`), 1), nil)
 	if run, err = parseRun(bytes.NewReader(v1), "v1"); err != nil {
 		t.Fatal(err)
 	}
@@ -183,5 +184,25 @@ func TestMarkOf(t *testing.T) {
 		if got := markOf(c.summary); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("markOf(%q) = %+v, want %+v", c.summary, got, c.want)
 		}
+	}
+}
+
+// Version 3's takeover lines: the call a person's take over stopped, what
+// of it did not run, and after the hand back who did what and their note;
+// a hand back of another call is a take over of its own.
+func TestTakeoverLines(t *testing.T) {
+	rec := `{"kind":"record","version":3}
+{"kind":"request","step":1}
+{"kind":"takeover","step":1,"call_id":"c1","takeover":{"phase":"paused","not_run":["type 5 chars"],"ran":1}}
+{"kind":"takeover","step":1,"call_id":"c1","takeover":{"phase":"handed_back","not_run":["type 5 chars"],"ran":1,"by":["the console"],"actions":["click left (1,2)","type 3 chars"],"notes":["done"],"orphaned":true}}
+`
+	run, err := parseRun(strings.NewReader(rec), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Takeover{{CallID: "c1", NotRun: []string{"type 5 chars"}, HandedBack: true, By: []string{"the console"},
+		Actions: []string{"click left (1,2)", "type 3 chars"}, Notes: []string{"done"}, Orphaned: true}}
+	if run.Version != 3 || len(run.StepList) != 1 || !reflect.DeepEqual(run.StepList[0].Takeovers, want) {
+		t.Fatalf("read %+v", run.StepList[0])
 	}
 }

@@ -301,6 +301,8 @@ func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) ([]byte, e
 	switch {
 	case refused != nil:
 		return zero, refused
+	case errors.Is(err, computer.ErrTakenOver):
+		return c.takenOver(ctx, s, p, as, okActions, err)
 	case err == nil && len(results) != len(as):
 		err = fmt.Errorf("the driver reported %d results for %d actions", len(results), len(as))
 	case err == nil && okActions < len(as):

@@ -122,6 +122,7 @@ type Event struct {
 	Screenshot *ScreenshotEvent `json:"screenshot,omitempty"`
 	Code       *CodeEvent       `json:"code,omitempty"`
 	Function   *FunctionEvent   `json:"function,omitempty"`
+	Takeover   *TakeoverEvent   `json:"takeover,omitempty"`
 	// Message is the final message (EventFinal).
 	Message string `json:"message,omitempty"`
 }

@@ -56,8 +56,9 @@ func CreateRecord(dir string) (*Record, error) {
 
 // RecordVersion is the version of the run record format this package
 // writes. Version 1 added the first line that carries it; version 2 adds
-// each drag's path to its action line.
-const RecordVersion = 2
+// each drag's path to its action line; version 3 added the takeover lines
+// (EventTakeover), which older readers skip as a kind they do not know.
+const RecordVersion = 3
 
 // Dir is the record's folder.
 func (r *Record) Dir() string { return r.dir }

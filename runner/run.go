@@ -213,6 +213,10 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	}
 	start := time.Now()
 	x := &session{maxSteps: opts.MaxSteps, onEvent: opts.OnEvent, approveMCP: opts.ApproveMCP, ctl: opts.Control}
+	if x.ctl == nil {
+		// A person's take over adds its text through one (takeover.go).
+		x.ctl = &RunControl{}
+	}
 	first := 1
 	var b *batch // the response a resumed run stopped in
 	if r := opts.resume; r != nil {

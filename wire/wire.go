@@ -156,6 +156,8 @@ type Reply struct {
 	Exec *ExecResult `json:"exec,omitempty"`
 	// Browser is a browser call's result (OpBrowser).
 	Browser json.RawMessage `json:"browser,omitempty"`
+	// Handback answers OpAwaitHandback (see operate.go).
+	Handback *Handback `json:"handback,omitempty"`
 }
 
 // ExecResult is what one exec did. An exception in the code is not an

@@ -368,6 +368,13 @@ func (p progress) event(e runner.Event) {
 			status = "FAILED"
 		}
 		fmt.Fprintf(p.w, "  %-40s %s %s\n", "function "+runner.Printable(e.Function.Name), status, round(e.Duration))
+	case runner.EventTakeover:
+		tk := e.Takeover
+		if tk.Phase == runner.TakeoverPaused {
+			fmt.Fprintf(p.w, "  a person holds the desktop: paused, %d action(s) of the call not run\n", len(tk.NotRun))
+			return
+		}
+		fmt.Fprintf(p.w, "  handed back by %s after %d action(s) of theirs\n", runner.Printable(strings.Join(tk.By, ", ")), len(tk.Actions)+tk.More)
 	case runner.EventScreenshot:
 		img := e.Screenshot.Transform.Image
 		fmt.Fprintf(p.w, "  %-40s %s\n", fmt.Sprintf("screenshot %dx%d, %d KB", img.W, img.H, (e.Screenshot.Bytes+1023)/1024), round(e.Duration))

@@ -1,0 +1,230 @@
+package agentd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+func (f *fixture) operate(t *testing.T) *guest.Operator {
+	t.Helper()
+	o, err := guest.Operate(ctx5(t), f.addr, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
+func code(err error) string {
+	var e *guest.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return fmt.Sprint(err)
+}
+
+type awaited struct {
+	hb  computer.Handback
+	err error
+}
+
+func await(c *guest.Client) chan awaited {
+	res := make(chan awaited, 1)
+	go func() {
+		hb, err := c.AwaitHandback(context.Background())
+		res <- awaited{hb, err}
+	}()
+	return res
+}
+
+// While a person holds the desktop, every request of the model but the
+// wait for the hand back is refused with nothing done, and nothing is
+// queued: after the hand back the refused action has still not run. A
+// second operator can neither take the desktop nor drive it nor hand it
+// back; the holder's own second take is no error.
+func TestLeaseRefusesTheModelUntilHandedBack(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	if _, err := c.Screenshot(ctx5(t)); err != nil {
+		t.Fatal(err)
+	}
+	person, other := f.operate(t), f.operate(t)
+	if l := person.Hello().Lease; l.Held || person.Hello().Screen.W != 200 {
+		t.Fatalf("hello %+v", person.Hello())
+	}
+	if err := person.Take(ctx5(t), "the tester"); err != nil {
+		t.Fatal(err)
+	}
+	if l := person.Lease(); !l.Held || !l.Mine || l.By != "the tester" {
+		t.Fatalf("lease after take: %+v", l)
+	}
+	if err := person.Take(ctx5(t), "the tester"); err != nil {
+		t.Fatalf("the holder's second take: %v", err)
+	}
+	if err := other.Take(ctx5(t), "someone else"); code(err) != wire.CodeBusy {
+		t.Fatalf("a second operator's take: %v", err)
+	}
+	if l := other.Lease(); !l.Held || l.Mine {
+		t.Fatalf("the other operator sees %+v", l)
+	}
+	if _, err := other.Input(ctx5(t), actions.Action{Type: actions.Click, X: 5, Y: 5, Button: actions.Left}); code(err) != wire.CodeNotHolding {
+		t.Fatalf("input without the lease: %v", err)
+	}
+	if err := other.HandBack(ctx5(t), ""); code(err) != wire.CodeNotHolding {
+		t.Fatalf("hand back without the lease: %v", err)
+	}
+
+	_, err := c.Do(ctx5(t), actions.Action{Type: actions.Click, X: 150, Y: 50, Button: actions.Left})
+	if !errors.Is(err, computer.ErrTakenOver) {
+		t.Fatalf("the model's click during the lease: %v", err)
+	}
+	_, err = c.Run(ctx5(t), []actions.Action{{Type: actions.Move, X: 1, Y: 1}, {Type: actions.TypeText, Text: "x"}}, computer.Hooks{})
+	if !errors.Is(err, computer.ErrTakenOver) {
+		t.Fatalf("the model's batch during the lease: %v", err)
+	}
+	if _, err := c.Screenshot(ctx5(t)); !errors.Is(err, computer.ErrTakenOver) {
+		t.Fatalf("the model's screenshot during the lease: %v", err)
+	}
+	if done, _ := f.exec.snapshot(); len(done) != 0 {
+		t.Fatalf("the model's refused actions ran: %v", done)
+	}
+
+	back := await(c)
+	for _, a := range []actions.Action{
+		{Type: actions.Click, X: 10, Y: 20, Button: actions.Left},
+		{Type: actions.TypeText, Text: "héllo"},
+	} {
+		if _, err := person.Input(ctx5(t), a); err != nil {
+			t.Fatalf("the person's %s: %v", a.Type, err)
+		}
+	}
+	if _, err := person.Input(ctx5(t), actions.Action{Type: actions.Click, X: 200, Y: 5, Button: actions.Left}); code(err) != wire.CodeBadRequest {
+		t.Fatalf("a click off the screen: %v", err)
+	}
+	select {
+	case r := <-back:
+		t.Fatalf("the wait ended while the desktop was held: %+v", r)
+	default:
+	}
+	if err := person.HandBack(ctx5(t), "I logged in for you ✓"); err != nil {
+		t.Fatal(err)
+	}
+	r := <-back
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := []string{"click left (10,20)", "type 5 chars"}
+	if r.hb.Leases != 1 || !slices.Equal(r.hb.Actions, want) || !slices.Equal(r.hb.Notes, []string{"I logged in for you ✓"}) ||
+		!slices.Equal(r.hb.By, []string{"the tester"}) || r.hb.Orphaned || r.hb.Returned.Before(r.hb.Taken) {
+		t.Fatalf("hand back %+v, want the person's %q and the note", r.hb, want)
+	}
+	if l := person.Lease(); l.Held {
+		t.Fatalf("lease after the hand back: %+v", l)
+	}
+	if err := person.HandBack(ctx5(t), ""); code(err) != wire.CodeNotHolding {
+		t.Fatalf("a second hand back: %v", err)
+	}
+	// Nothing was queued: the model's next request runs, alone.
+	if _, err := c.Do(ctx5(t), actions.Action{Type: actions.Move, X: 3, Y: 4}); err != nil {
+		t.Fatal(err)
+	}
+	done, _ := f.exec.snapshot()
+	var got []string
+	for _, a := range done {
+		got = append(got, a.String())
+	}
+	if !slices.Equal(got, []string{"click left (10,20)", "type 5 chars", "move (3,4)"}) {
+		t.Fatalf("executed %q", got)
+	}
+	// A wait with nothing held answers at once, with nothing to report.
+	if hb, err := c.AwaitHandback(ctx5(t)); err != nil || hb.Leases != 0 {
+		t.Fatalf("a wait without a lease: %+v %v", hb, err)
+	}
+}
+
+// The person's connection goes away while holding the desktop: fail safe.
+// The lease stays held (orphaned), every key and button is released, the
+// model stays refused and its wait goes on; another operator may take the
+// orphaned lease and hand it back, which ends the wait.
+func TestLeaseOfADisconnectedOperatorStaysHeld(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	person := f.operate(t)
+	if err := person.Take(ctx5(t), "the console"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := person.Input(ctx5(t), actions.Action{Type: actions.TypeText, Text: "abc"}); err != nil {
+		t.Fatal(err)
+	}
+	_, releasedBefore := f.exec.snapshot()
+	person.Close()
+	// The server notices the close on its own time.
+	deadline := time.Now().Add(5 * time.Second)
+	for !f.srv.lease.state(nil).Orphaned && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	later := f.operate(t)
+	if l := later.Hello().Lease; !l.Held || !l.Orphaned || l.Mine || l.By != "the console" {
+		t.Fatalf("lease seen after the holder left: %+v", l)
+	}
+	if _, released := f.exec.snapshot(); released <= releasedBefore {
+		t.Fatalf("nothing was released when the holder left (%d, before %d)", released, releasedBefore)
+	}
+	if _, err := c.Do(ctx5(t), actions.Action{Type: actions.Move, X: 1, Y: 1}); !errors.Is(err, computer.ErrTakenOver) {
+		t.Fatalf("the model's action while the lease is orphaned: %v", err)
+	}
+	back := await(c)
+	if _, err := later.Input(ctx5(t), actions.Action{Type: actions.Move, X: 1, Y: 1}); code(err) != wire.CodeNotHolding {
+		t.Fatalf("input before taking the orphaned lease: %v", err)
+	}
+	select {
+	case r := <-back:
+		t.Fatalf("the wait ended when the holder left: %+v", r)
+	default:
+	}
+	if err := later.Take(ctx5(t), "the console"); err != nil {
+		t.Fatalf("taking the orphaned lease: %v", err)
+	}
+	if err := later.HandBack(ctx5(t), ""); err != nil {
+		t.Fatal(err)
+	}
+	r := <-back
+	if r.err != nil || r.hb.Leases != 1 || !r.hb.Orphaned || !slices.Equal(r.hb.Actions, []string{"type 3 chars"}) || len(r.hb.Notes) != 0 {
+		t.Fatalf("hand back %+v, %v", r.hb, r.err)
+	}
+}
+
+// Bad operator requests are answered with an error and the connection goes
+// on; the watch token is the same, so a wrong one is refused before the
+// upgrade.
+func TestOperatorBadRequests(t *testing.T) {
+	f := newFixture(t, nil)
+	if _, err := guest.Operate(ctx5(t), f.addr, "wrong-token-0123456789"); err == nil {
+		t.Fatal("an operator with a wrong token was served")
+	}
+	o := f.operate(t)
+	if err := o.Take(ctx5(t), string(make([]byte, 65))); code(err) != wire.CodeBadRequest {
+		t.Fatalf("a long name: %v", err)
+	}
+	if err := o.Take(ctx5(t), ""); err != nil {
+		t.Fatal(err)
+	}
+	if l := o.Lease(); l.By != "an operator" {
+		t.Fatalf("unnamed lease: %+v", l)
+	}
+	if err := o.HandBack(ctx5(t), string(make([]byte, wire.MaxNoteLen+1))); code(err) != wire.CodeBadRequest {
+		t.Fatalf("a long note: %v", err)
+	}
+	if err := o.HandBack(ctx5(t), "ok"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,213 @@
+package agentd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// operators counts the operator connections (wire.OperatePath).
+type operators struct {
+	mu sync.Mutex
+	n  int
+	wg sync.WaitGroup
+}
+
+func (o *operators) enter() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n >= wire.MaxOperators {
+		return false
+	}
+	o.n++
+	o.wg.Add(1)
+	return true
+}
+
+func (o *operators) leave() {
+	o.mu.Lock()
+	o.n--
+	o.mu.Unlock()
+	o.wg.Done()
+}
+
+// serveOperate serves one operator connection: a person's take over, input
+// and hand back (wire operate.go). Requests are served one at a time, in
+// order. When the connection ends while it holds the lease, the lease stays
+// held (orphaned) and every key and button is released.
+func (s *Server) serveOperate(w http.ResponseWriter, r *http.Request) {
+	if code, msg := s.authorize(r); code != 0 {
+		s.cfg.Logf("refused %s from %s: %s", r.URL.Path, r.RemoteAddr, msg)
+		http.Error(w, msg, code)
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.OperateSubprotocol}})
+	if err != nil {
+		s.cfg.Logf("operate: websocket upgrade failed: %v", err)
+		return
+	}
+	if conn.Subprotocol() != wire.OperateSubprotocol {
+		conn.Close(websocket.StatusPolicyViolation, "unsupported protocol: want "+wire.OperateSubprotocol)
+		return
+	}
+	if !s.ops.enter() {
+		conn.Close(websocket.StatusTryAgainLater, fmt.Sprintf("busy: %d operators are connected", wire.MaxOperators))
+		return
+	}
+	defer s.ops.leave()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.base, cancel)
+	defer stop()
+	conn.SetReadLimit(wire.MaxRequestBytes)
+
+	op := &operator{}
+	defer func() {
+		if s.lease.leave(op) {
+			s.cfg.Logf("operate: the operator holding the desktop went away; it stays taken over until handed back")
+			s.inputMu.Lock()
+			if err := s.cfg.Exec.ReleaseAll(); err != nil {
+				s.cfg.Logf("operate: release all: %v", err)
+			}
+			s.inputMu.Unlock()
+		}
+	}()
+	sw, sh := s.cfg.Screen.Size()
+	hello := wire.OperatorHello{Hello: wire.Hello{Op: wire.OpHello, Version: wire.Version, Screen: scaling.Size{W: sw, H: sh}},
+		Lease: s.lease.state(op)}
+	if err := s.writeFrame(ctx, conn, websocket.MessageText, marshal(hello)); err != nil {
+		conn.CloseNow()
+		return
+	}
+	malformed := 0
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			if errors.Is(err, websocket.ErrMessageTooBig) || isReadLimit(err) {
+				conn.Close(websocket.StatusMessageTooBig, fmt.Sprintf("message over the %d byte limit", wire.MaxRequestBytes))
+				return
+			}
+			conn.CloseNow()
+			return
+		}
+		var rep wire.OperatorReply
+		if typ != websocket.MessageText {
+			rep = s.operatorError(op, 0, wire.CodeBadRequest, "requests are JSON text frames")
+		} else {
+			rep = s.operate(ctx, op, data)
+		}
+		if rep.Error != nil && rep.Error.Code == wire.CodeBadRequest {
+			malformed++
+		} else {
+			malformed = 0
+		}
+		if err := s.writeFrame(ctx, conn, websocket.MessageText, marshal(rep)); err != nil {
+			conn.CloseNow()
+			return
+		}
+		if malformed >= maxMalformedInARow {
+			conn.Close(websocket.StatusPolicyViolation, fmt.Sprintf("%d malformed messages in a row", malformed))
+			return
+		}
+	}
+}
+
+// operate serves one operator request.
+func (s *Server) operate(ctx context.Context, op *operator, data []byte) wire.OperatorReply {
+	var req wire.OperatorRequest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		var idOnly struct {
+			ID uint64 `json:"id"`
+		}
+		_ = json.Unmarshal(data, &idOnly)
+		return s.operatorError(op, idOnly.ID, wire.CodeBadRequest, "malformed request: "+err.Error())
+	}
+	if req.ID == 0 {
+		return s.operatorError(op, 0, wire.CodeBadRequest, "request needs a non-zero id")
+	}
+	switch req.Op {
+	case wire.OpTake:
+		if len(req.By) > 64 || !utf8.ValidString(req.By) {
+			return s.operatorError(op, req.ID, wire.CodeBadRequest, "by must be UTF-8 of at most 64 bytes")
+		}
+		by := req.By
+		if by == "" {
+			by = "an operator"
+		}
+		// Under inputMu: a model action running now ends first, and none
+		// starts after this.
+		s.inputMu.Lock()
+		err := s.lease.take(op, by)
+		s.inputMu.Unlock()
+		if err != nil {
+			return s.operatorError(op, req.ID, wire.CodeBusy, err.Error())
+		}
+		s.cfg.Logf("operate: the desktop is taken over by %s; the controller's requests are refused until it is handed back", by)
+		return s.operatorDone(op, req.ID, nil)
+	case wire.OpInput:
+		if req.Action == nil {
+			return s.operatorError(op, req.ID, wire.CodeBadRequest, `input request has no "action"`)
+		}
+		a := *req.Action
+		w, h := s.cfg.Screen.Size()
+		for _, p := range a.Points() {
+			if p.X < 0 || p.Y < 0 || p.X >= w || p.Y >= h {
+				return s.operatorError(op, req.ID, wire.CodeBadRequest, fmt.Sprintf("%s: point (%d,%d) is off the %dx%d screen", a.Type, p.X, p.Y, w, h))
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		defer cancel()
+		s.inputMu.Lock()
+		if !s.lease.holds(op) {
+			s.inputMu.Unlock()
+			return s.operatorError(op, req.ID, wire.CodeNotHolding, "this connection does not hold the desktop: take it first")
+		}
+		res, err := s.cfg.Exec.Do(actx, a)
+		s.lease.did(a)
+		s.inputMu.Unlock()
+		if err != nil {
+			s.cfg.Logf("operate: %s failed: %v", a.Type, err)
+		}
+		ar := resultOf(0, a, res, err)
+		rep := s.operatorDone(op, req.ID, &ar)
+		if err != nil {
+			rep.Op, rep.Error = wire.OpError, &wire.Error{Code: wire.CodeFailed, Message: fmt.Sprintf("%s: %s", a.Type, ar.Error), FailedIndex: 0}
+		}
+		return rep
+	case wire.OpHandBack:
+		if len(req.Note) > wire.MaxNoteLen || !utf8.ValidString(req.Note) {
+			return s.operatorError(op, req.ID, wire.CodeBadRequest, fmt.Sprintf("the note must be UTF-8 of at most %d bytes", wire.MaxNoteLen))
+		}
+		if err := s.lease.handBack(op, req.Note); err != nil {
+			return s.operatorError(op, req.ID, wire.CodeNotHolding, err.Error())
+		}
+		s.cfg.Logf("operate: the desktop was handed back")
+		return s.operatorDone(op, req.ID, nil)
+	}
+	return s.operatorError(op, req.ID, wire.CodeBadRequest, fmt.Sprintf("unknown op %q: an operator sends take, input or hand_back", req.Op))
+}
+
+func (s *Server) operatorDone(op *operator, id uint64, res *wire.ActionResult) wire.OperatorReply {
+	return wire.OperatorReply{Op: wire.OpDone, ID: id, Result: res, Lease: s.lease.state(op)}
+}
+
+func (s *Server) operatorError(op *operator, id uint64, code, msg string) wire.OperatorReply {
+	return wire.OperatorReply{Op: wire.OpError, ID: id, Error: &wire.Error{Code: code, Message: msg, FailedIndex: -1}, Lease: s.lease.state(op)}
+}
+
+// takenOver is the controller's refusal while a person holds the desktop.
+func takenOver(what string) string {
+	return "a person holds the desktop (taken over): " + what + " was refused, not queued; wait for the hand back (" + wire.OpAwaitHandback + ")"
+}

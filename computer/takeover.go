@@ -1,0 +1,37 @@
+package computer
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrTakenOver is matched (errors.Is) by a driver's error when a person
+// holds the desktop: the step was refused and did nothing, and it is not
+// queued. A driver that can report it implements Overseen.
+var ErrTakenOver = errors.New("a person holds the desktop")
+
+// Overseen is a Driver whose desktop a person can take over.
+type Overseen interface {
+	// AwaitHandback returns once no person holds the desktop, with what
+	// people did since the last AwaitHandback.
+	AwaitHandback(ctx context.Context) (Handback, error)
+}
+
+// Handback is what people did while they held the desktop.
+type Handback struct {
+	// Leases counts the take overs it covers (0: none since the last
+	// AwaitHandback).
+	Leases int
+	// By names who held the desktop.
+	By []string
+	// Actions summarise what they did, in screen pixels, typed text by its
+	// length only; More counts the actions left out.
+	Actions []string
+	More    int
+	// Notes are what they wrote for the model when they handed back.
+	Notes []string
+	// Orphaned: a person's connection went away while holding the desktop.
+	Orphaned        bool
+	Taken, Returned time.Time
+}

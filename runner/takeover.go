@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/computer"
+)
+
+// EventTakeover: a person holds the desktop (Takeover). It comes twice for
+// a call: when the call was refused ("paused": the run waits) and when the
+// person handed the desktop back ("handed_back": what they did, and the
+// call is answered with a fresh screenshot).
+const EventTakeover EventKind = "takeover"
+
+// The phases of a TakeoverEvent.
+const (
+	TakeoverPaused     = "paused"
+	TakeoverHandedBack = "handed_back"
+)
+
+// TakeoverEvent is who did what while a person held the desktop. Typed
+// text is shown by its length only, as for the model's actions.
+type TakeoverEvent struct {
+	Phase string `json:"phase"`
+	// NotRun are the call's actions that did not run (in short); Ran
+	// counts those that had run before the refusal.
+	NotRun []string `json:"not_run,omitempty"`
+	Ran    int      `json:"ran"`
+	// The rest is set when handed back: who held the desktop, what they
+	// did (in screen pixels; More counts the actions left out), their
+	// notes for the model, and whether a person's connection went away
+	// while holding it.
+	By       []string  `json:"by,omitempty"`
+	Actions  []string  `json:"actions,omitempty"`
+	More     int       `json:"more,omitempty"`
+	Notes    []string  `json:"notes,omitempty"`
+	Orphaned bool      `json:"orphaned,omitempty"`
+	Taken    time.Time `json:"taken,omitzero"`
+	Returned time.Time `json:"returned,omitzero"`
+}
+
+// takenOver answers a call that a person's take over stopped (the driver
+// refused a step with computer.ErrTakenOver: nothing of it ran, nothing is
+// queued). The run waits for the hand back, answers the call with a fresh
+// screenshot and tells the model, in a user message after the turn's
+// outputs, that a person acted and which of its actions did not run.
+func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []actions.Action, ran int, refusal error) ([]byte, error) {
+	o, ok := c.t.driver.(computer.Overseen)
+	if !ok || s.x.ctl == nil {
+		// Execute has no turn to add the message to; its caller decides.
+		return nil, fmt.Errorf("call %s: %w", p.callID, refusal)
+	}
+	ev := &TakeoverEvent{Phase: TakeoverPaused, Ran: ran}
+	for _, a := range as[ran:] {
+		ev.NotRun = append(ev.NotRun, a.String())
+	}
+	s.Event(Event{Kind: EventTakeover, CallID: p.callID, Takeover: ev})
+	var all computer.Handback
+	for {
+		hb, err := o.AwaitHandback(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("call %s: waiting for the person to hand the desktop back: %w", p.callID, withCtx(ctx, err))
+		}
+		merge(&all, hb)
+		start := time.Now()
+		shot, err := c.t.driver.Run(ctx, nil, computer.Hooks{})
+		if errors.Is(err, computer.ErrTakenOver) {
+			continue // taken over again before the screenshot
+		}
+		if err == nil {
+			err = checkScreenshot(shot.PNG, shot.Transform.Image)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("call %s: the screenshot after the hand back: %w", p.callID, withCtx(ctx, err))
+		}
+		back := *ev
+		back.Phase, back.By, back.Actions, back.More, back.Notes = TakeoverHandedBack, all.By, all.Actions, all.More, all.Notes
+		back.Orphaned, back.Taken, back.Returned = all.Orphaned, all.Taken, all.Returned
+		s.Event(Event{Kind: EventTakeover, CallID: p.callID, Takeover: &back})
+		c.image = shot.Transform.Image
+		s.Event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(start)),
+			Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
+		if err := s.x.ctl.AppendUserText(takeoverText(p.callID, ev.NotRun, all)); err != nil {
+			return nil, fmt.Errorf("call %s: %w", p.callID, err)
+		}
+		return shot.PNG, nil
+	}
+}
+
+func merge(all *computer.Handback, hb computer.Handback) {
+	if hb.Leases == 0 {
+		return
+	}
+	if all.Leases == 0 {
+		all.Taken = hb.Taken
+	}
+	all.Leases += hb.Leases
+	for _, b := range hb.By {
+		if !slices.Contains(all.By, b) {
+			all.By = append(all.By, b)
+		}
+	}
+	all.Actions = append(all.Actions, hb.Actions...)
+	all.More += hb.More
+	all.Notes = append(all.Notes, hb.Notes...)
+	all.Orphaned = all.Orphaned || hb.Orphaned
+	all.Returned = hb.Returned
+}
+
+// takeoverText is what the model is told after a hand back.
+func takeoverText(callID string, notRun []string, hb computer.Handback) string {
+	var b strings.Builder
+	b.WriteString("A person took over the desktop while you were working and has handed it back to you. ")
+	if n := len(hb.Actions) + hb.More; n > 0 {
+		fmt.Fprintf(&b, "They performed %d action(s) on it. ", n)
+	}
+	if len(notRun) > 0 {
+		fmt.Fprintf(&b, "These actions of your call %s did not run: ", callID)
+		for i, a := range notRun {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%d. %s", i+1, a)
+		}
+		b.WriteString(". ")
+	} else {
+		fmt.Fprintf(&b, "Your call %s was answered only after the hand back. ", callID)
+	}
+	b.WriteString("The screenshot answering that call shows the desktop as it is now: look at it before you act again.")
+	for _, n := range hb.Notes {
+		fmt.Fprintf(&b, "\n\nThe person's note: %s", n)
+	}
+	return b.String()
+}
