@@ -15,7 +15,10 @@
 // too, since the request re-sends the whole history), the acknowledged safety checks are
 // exactly the call's pending ones, a screenshot is a PNG data URL with
 // detail "original" (of the size a turn expects, if it says), and a
-// function's output is text or input_text/input_image content. A violation
+// function's output is text or input_text/input_image content. With store
+// false it also measures each request's input (InputStats: bytes, images,
+// placeholders, calls answered), refuses a call the input leaves unanswered
+// and a current screenshot replaced by a placeholder. A violation
 // is answered with HTTP 400 and an OpenAI-style error body, and recorded:
 // Violations and Err let a test or an exercise assert none happened. Turns
 // can inject failures: HTTP 500s, a truncated body, a delay, a hang-up.
@@ -208,6 +211,8 @@ type Request struct {
 	// handler's start to the answer written (a scripted Delay included):
 	// what a benchmark subtracts to leave the client's cost.
 	Handled time.Duration
+	// Input is what the request's input held.
+	Input InputStats
 }
 
 // Server is a running scripted Responses server on 127.0.0.1.
@@ -363,7 +368,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.attempts[i]++
 	attempt := s.attempts[i]
 	problems := s.check(i, turn, body)
-	rec := Request{Turn: i, Attempt: attempt, Body: body}
+	rec := Request{Turn: i, Attempt: attempt, Body: body, Input: inspectBody(body)}
 	if len(problems) > 0 {
 		rec.Status = http.StatusBadRequest
 		s.requests = append(s.requests, rec)
@@ -484,6 +489,10 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 			problems = append(problems, fmt.Sprintf("the turn calls function %q, which the request does not declare", name))
 		}
 	}
+	stateless := req.Store != nil && !*req.Store
+	if stateless {
+		problems = append(problems, unanswered(inspect(req.Input))...)
+	}
 	if i == 0 {
 		if req.PreviousResponseID != nil {
 			problems = append(problems, "the first request must not have previous_response_id")
@@ -493,7 +502,6 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 		}
 		return problems
 	}
-	stateless := req.Store != nil && !*req.Store
 	switch {
 	case stateless && req.PreviousResponseID != nil:
 		problems = append(problems, "store is false: nothing was stored to continue with previous_response_id")
@@ -562,6 +570,9 @@ func (s *Server) check(i int, turn Turn, body []byte) []string {
 				continue
 			}
 			problems = append(problems, checkOutput(i, turn, *p, out)...)
+			if stateless && isPlaceholder(out.Output.ImageURL) {
+				problems = append(problems, fmt.Sprintf("call %s: its screenshot is a 1×1 placeholder; the request must carry the current observation", id))
+			}
 		case "function_call_output":
 			problems = append(problems, checkFunctionOutput(id, raw)...)
 		case "mcp_approval_response":

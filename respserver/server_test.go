@@ -173,3 +173,62 @@ func TestStatelessHistoryAnswersEveryCall(t *testing.T) {
 		t.Fatalf("the whole history: %d %v", code, body)
 	}
 }
+
+// A store-false request is measured as received (bytes, images, 1×1
+// placeholders, calls and their outputs), and refused when a call in it has
+// no output or the current screenshot is a placeholder.
+func TestStatelessInputIsMeasured(t *testing.T) {
+	s, url := Start(Call(`{"type":"screenshot"}`), Call(`{"type":"screenshot"}`), Turn{Message: "done"})
+	defer s.Close()
+	out := func(id, img string) map[string]any {
+		return map[string]any{"type": "computer_call_output", "call_id": id,
+			"output": map[string]any{"type": "computer_screenshot", "image_url": img, "detail": "original"}}
+	}
+	req := func(input []any) map[string]any {
+		return map[string]any{"model": "m", "tools": computer, "store": false, "input": input}
+	}
+	dot := dataURL(t, 1, 1)
+	history := []any{map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "input_text", "text": "task"},
+		map[string]any{"type": "input_image", "image_url": dataURL(t, 8, 8)}}}}
+	var calls []string
+	for k := 0; k < 2; k++ {
+		code, resp := post(t, url, req(history), true)
+		if code != 200 {
+			t.Fatalf("request %d: %d %v", k, code, resp)
+		}
+		item := resp["output"].([]any)[0].(map[string]any)
+		calls = append(calls, item["call_id"].(string))
+		history = append(history, item, out(item["call_id"].(string), dataURL(t, 8, 8)))
+	}
+	fn := map[string]any{"type": "function_call", "call_id": "call_lost", "name": "f", "arguments": "{}"}
+	for name, tc := range map[string]struct {
+		input []any
+		want  string
+	}{
+		"a call without its output": {append(slices.Clone(history), fn), "call call_lost in the input has no output"},
+		"the current screenshot a placeholder": {append(slices.Clone(history[:4]), out(calls[1], dot)),
+			"its screenshot is a 1×1 placeholder"},
+	} {
+		code, body := post(t, url, req(tc.input), true)
+		e, _ := body["error"].(map[string]any)
+		if msg, _ := e["message"].(string); code != 400 || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %d %v", name, code, body)
+		}
+	}
+	// The older screenshot dropped: still a valid request.
+	history[2] = out(calls[0], dot)
+	if code, body := post(t, url, req(history), true); code != 200 {
+		t.Fatalf("a placeholder for an older screenshot: %d %v", code, body)
+	}
+	reqs := s.Requests()
+	got := reqs[len(reqs)-1].Input
+	raw, _ := json.Marshal(history)
+	if got.Bytes != len(raw) || got.Items != 5 || got.Images != 2 || got.Placeholders != 1 || !got.Current ||
+		!slices.Equal(got.Calls, calls) || !slices.Equal(got.Answered, calls) {
+		t.Fatalf("input stats %+v (%d bytes sent)", got, len(raw))
+	}
+	if bad := reqs[len(reqs)-2].Input; bad.Current {
+		t.Fatalf("a placeholder last counts as current: %+v", bad)
+	}
+}
