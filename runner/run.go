@@ -61,6 +61,9 @@ type RunOptions struct {
 	// ContextManagement (the API's own compaction) is sent unchanged on
 	// every request; compaction items are kept as they are.
 	ContextManagement []responses.ResponseNewParamsContextManagement
+	// ContextBudget, if set, bounds each request's input in a run that
+	// keeps its own history (see ContextBudget).
+	ContextBudget *ContextBudget
 	// ApproveMCP answers each mcp_approval_request of a declared MCP
 	// server. It gets its own copy of the request and must return exactly
 	// true or false; anything else, or no callback, stops the run. A
@@ -272,6 +275,10 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			if err := l.checkpoint(x, opts.Ledger, Checkpoint{Phase: PhaseRequest}, &params); err != nil {
 				return nil, x.fail(err)
 			}
+			req, err := opts.ContextBudget.request(params)
+			if err != nil {
+				return nil, x.fail(fmt.Errorf("request %d of %d: %w", step, opts.MaxSteps, err))
+			}
 			// A request belongs to the response it continues from, even
 			// the first one of a run that continues an earlier response.
 			continues := x.responseID
@@ -282,7 +289,7 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			sent := time.Now()
 			// The SDK may retry this HTTP request; that is safe because local
 			// calls only run between requests, never inside one.
-			r, err := l.create(ctx, &opts, params, requestOptions)
+			r, err := l.create(ctx, &opts, req, requestOptions)
 			took = time.Since(sent)
 			if err != nil {
 				// The request may have been billed without our seeing its usage.

@@ -163,6 +163,9 @@ func checkRun(tools []responses.ToolUnionParam, opts *RunOptions) error {
 			hasServer, imageGen = true, true
 		}
 	}
+	if err := checkBudget(opts); err != nil {
+		return err
+	}
 	if imageGen && opts.Store.Valid() && !opts.Store.Value {
 		return errors.New("store false with image generation: the runner needs stored responses to continue after an image is generated (enable store, or make a single request with the SDK)")
 	}
