@@ -357,3 +357,65 @@ func TestEncodeSteadyStateAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeReuseSameBytes: with Reuse, every PNG is byte for byte the one
+// a fresh Encoder writes, through small edits (one strip, a strip's last
+// row, the first row, nothing), whole changes, other sizes and an image
+// with alpha; and a small edit encodes only the strips it reaches.
+func TestEncodeReuseSameBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	desk := viewOf(testimage.Desktop(1440, 900))
+	img := image.NewRGBA(desk.Rect)
+	copy(img.Pix, desk.Pix)
+	paint := func(x0, y0, x1, y1 int) {
+		for y := y0; y < y1; y++ {
+			for x := x0; x < x1; x++ {
+				img.SetRGBA(x, y, color.RGBA{uint8(r.IntN(256)), uint8(r.IntN(256)), 0, 0xff})
+			}
+		}
+	}
+	reuse := Encoder{Reuse: true, stripRows: 50}
+	check := func(what string, img image.Image, stale int) {
+		t.Helper()
+		var got, want bytes.Buffer
+		if err := reuse.Encode(&got, img); err != nil {
+			t.Fatal(err)
+		}
+		if err := (&Encoder{stripRows: 50}).Encode(&want, img); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%s: %d bytes with Reuse differ from a fresh encoding's %d", what, got.Len(), want.Len())
+		}
+		n := 0
+		for _, s := range reuse.stale {
+			if s {
+				n++
+			}
+		}
+		if stale >= 0 && n != stale {
+			t.Fatalf("%s: %d strips encoded, want %d", what, n, stale)
+		}
+	}
+	check("first", img, 16)
+	check("same", img, 0)
+	paint(300, 120, 420, 140) // inside strip 2
+	check("small edit", img, 1)
+	paint(10, 149, 20, 150) // strip 2's last row: strips 2 and 3
+	check("last row of a strip", img, 2)
+	paint(0, 0, 1, 1)
+	check("first row", img, 1)
+	paint(0, 799, 1280, 800)
+	check("last row", img, 1)
+	paint(0, 0, 1280, 800)
+	check("everything", img, 16)
+	check("another size", randomRGBA(r, 641, 399, true), 8)
+	check("back", img, 16)
+	check("alpha", randomRGBA(r, 1280, 800, false), 16)
+	check("after alpha", img, 16)
+	for range 20 {
+		x, y := r.IntN(1280), r.IntN(800)
+		paint(x, y, min(x+1+r.IntN(200), 1280), min(y+1+r.IntN(100), 800))
+		check("random edit", img, -1)
+	}
+}

@@ -20,7 +20,9 @@ type Frames interface {
 }
 
 // Renderer renders screenshots. It keeps both stages' buffers, so
-// steady-state rendering allocates nothing large, and the last PNG it made:
+// steady-state rendering allocates nothing large, the last images it
+// encoded, so a small change re-encodes little (pngenc.Encoder.Reuse), and
+// the last PNG it made:
 // a screenshot of a screen that has not changed since, in the same view,
 // costs one copy of the PNG. The zero Renderer renders every time; it is not
 // safe for concurrent use.
@@ -30,7 +32,10 @@ type Renderer struct {
 	Frames Frames
 
 	scaler scaling.Scaler
-	enc    pngenc.Encoder
+	// One encoder for the native view and one for the others, each with
+	// Reuse: a screenshot after a small change re-encodes only the strips
+	// it reaches, even when native and scaled views alternate.
+	native, scaled pngenc.Encoder
 
 	// The last PNG, of frame version at view t (valid if ok).
 	ok      bool
@@ -58,7 +63,12 @@ func (r *Renderer) Render(w io.Writer, src *image.RGBA, t scaling.Transform) err
 		return fmt.Errorf("render: %w", err)
 	}
 	r.png = r.png[:0]
-	if err := r.enc.Encode(&r.png, img); err != nil {
+	enc := &r.scaled
+	if t.Identity() {
+		enc = &r.native
+	}
+	enc.Reuse = true
+	if err := enc.Encode(&r.png, img); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
 	if _, err := w.Write(r.png); err != nil {
