@@ -239,7 +239,8 @@ function marks(shot, acts) {
         // An arrow in the direction the content scrolls by, with its head.
         const ux = m.dx / len, uy = m.dy / len;
         const head = [[ex + ux * 14, ey + uy * 14], [ex - uy * 9, ey + ux * 9], [ex + uy * 9, ey - ux * 9]];
-        const t = svg('text', { x: m.x + 14, y: m.y + 24, class: 'mark-text' });
+        // Left of the point: a click there names its button on the right.
+        const t = svg('text', { x: m.x - 14, y: m.y + 24, 'text-anchor': 'end', class: 'mark-text' });
         t.textContent = `by ${m.dx},${m.dy}`;
         g.append(svg('circle', { cx: m.x, cy: m.y, r: 5, class: 'mark-fill' }),
           svg('line', { x1: m.x, y1: m.y, x2: ex, y2: ey, class: 'mark' }),
