@@ -20,8 +20,11 @@ type Report struct {
 	Input     []Figure `json:"input"`
 	// Browser holds the browser toolset's figures (Chromium in a guest of
 	// its own, on the InputSize screen) and the computer tool's beside them.
-	Browser  []Figure          `json:"browser,omitempty"`
-	Formulas map[string]string `json:"formulas"`
+	Browser []Figure `json:"browser,omitempty"`
+	// GuestStart is a Docker guest's start, cold and pooled (agentctl
+	// adds it).
+	GuestStart *GuestStart       `json:"guest_start,omitempty"`
+	Formulas   map[string]string `json:"formulas"`
 }
 
 // SizeReport is what was measured on one screen size.

@@ -21,6 +21,7 @@ var (
 	_ backend.Instance   = (*instance)(nil)
 	_ backend.FileReader = (*instance)(nil)
 	_ backend.LogReader  = (*instance)(nil)
+	_ backend.StartTimer = (*instance)(nil)
 )
 
 // Name is "docker".
@@ -110,6 +111,11 @@ func (i *instance) Status(ctx context.Context) backend.Status {
 		return backend.Status{Health: fmt.Sprintf("container %s (exit code %d)", s.State, s.ExitCode)}
 	}
 	return backend.Status{Running: true, Health: healthz.Describe(healthz.Probe(ctx, i.g.Addr))}
+}
+
+// StartMilestones says where the start's time went (Guest.StartMilestones).
+func (i *instance) StartMilestones(ctx context.Context) ([]backend.Milestone, error) {
+	return i.g.StartMilestones(ctx)
 }
 
 func (i *instance) Down(ctx context.Context) error { return i.g.Down(ctx) }

@@ -30,6 +30,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/healthz"
 	"github.com/agentd-dev/agentd/internal/limitbuf"
 	"github.com/agentd-dev/agentd/internal/randhex"
@@ -147,6 +149,8 @@ type Guest struct {
 
 	cli  *client.Client
 	user string // uid:gid that execs run as
+	// marks are the host's moments of Up (see StartMilestones).
+	marks []backend.Milestone
 
 	downOnce sync.Once
 	downErr  error
@@ -265,6 +269,7 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Guest, error) 
 }
 
 func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (*Guest, error) {
+	begun := time.Now()
 	img, err := findImage(ctx, cli, cfg, say)
 	if err != nil {
 		return nil, err
@@ -300,6 +305,8 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 		cli:      cli,
 		user:     runAs.String(),
 	}
+	mark := func(name string) { g.marks = append(g.marks, backend.Milestone{Name: name, At: time.Now()}) }
+	g.marks = []backend.Milestone{{Name: "up", At: begun}}
 	g.TokenFile = filepath.Join(g.StateDir, tokenName)
 	sock := filepath.Join(g.StateDir, socketName)
 	// sun_path holds 108 bytes on Linux, 104 on macOS.
@@ -348,10 +355,12 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 		return fail(err)
 	}
 	say(fmt.Sprintf("creating container %s from %s", cfg.Name, cfg.Image))
+	mark("prepared")
 	created, err := cli.ContainerCreate(ctx, create)
 	if err != nil {
 		return fail(fmt.Errorf("create container: %w", err))
 	}
+	mark("created")
 	g.ID = created.ID
 	for _, w := range created.Warnings {
 		say("engine warning: " + w)
@@ -359,10 +368,12 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 	if _, err := cli.ContainerStart(ctx, g.ID, client.ContainerStartOptions{}); err != nil {
 		return fail(fmt.Errorf("start container: %w", err))
 	}
+	mark("started")
 	say("waiting for agentd")
 	if err := g.waitReady(ctx, cfg.StartTimeout); err != nil {
 		return fail(err)
 	}
+	mark("healthy")
 	if cfg.Network {
 		if g.TCPAddr, err = g.publishedAddr(ctx); err != nil {
 			return fail(err)
@@ -586,7 +597,9 @@ func (g *Guest) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	last := "agentd's socket has not appeared"
-	tick := time.NewTicker(100 * time.Millisecond)
+	// A probe is a stat or a unix socket's round trip: polling often costs
+	// little, and every tick's wait is part of a cold start.
+	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for i := 0; ; i++ {
 		err := healthz.Probe(ctx, g.Addr)
@@ -596,7 +609,7 @@ func (g *Guest) waitReady(ctx context.Context, timeout time.Duration) error {
 		if !errors.Is(err, fs.ErrNotExist) {
 			last = err.Error()
 		}
-		if i%10 == 0 {
+		if i%50 == 0 {
 			st, err := g.Status(ctx)
 			if err != nil {
 				return err
@@ -645,6 +658,38 @@ func (g *Guest) Status(ctx context.Context) (Status, error) {
 		s.Health = string(st.Health.Status)
 	}
 	return s, nil
+}
+
+// StartMilestones returns the moments of Up, in time order: the host's
+// (up: Up called; prepared: image found, state directory and token made;
+// created and started: the engine's calls returned; healthy: agentd
+// answered /healthz) and the entrypoint's, read from the container's log
+// (begin: it runs; xvfb, openbox: the display and the window manager
+// answer; form, mousepad, firefox: each application is ready;
+// agentd-started: agentd was started). A guest from Open has none of the
+// host's.
+func (g *Guest) StartMilestones(ctx context.Context) ([]backend.Milestone, error) {
+	logs, err := g.Logs(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(g.marks)
+	for line := range strings.Lines(logs) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "entrypoint: mark ")
+		if !ok {
+			continue
+		}
+		name, at, ok := strings.Cut(rest, " ")
+		sec, frac, _ := strings.Cut(at, ".")
+		s, err1 := strconv.ParseInt(sec, 10, 64)
+		us, err2 := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("docker guest %s: bad start mark %q", g.Name, line)
+		}
+		out = append(out, backend.Milestone{Name: name, At: time.Unix(s, us*1000)})
+	}
+	slices.SortStableFunc(out, func(a, b backend.Milestone) int { return a.At.Compare(b.At) })
+	return out, nil
 }
 
 // Logs returns the container's last n lines of output (stdout and stderr

@@ -405,6 +405,7 @@ func TestAppsStart(t *testing.T) {
 	cli := needImage(t)
 	g := upGuest(t, Config{Size: "1280x800", Apps: []string{"firefox", "mousepad"}})
 	c := dial(t, g.Addr, token(t, g))
+	checkMilestones(t, g, "up", "prepared", "created", "begin", "xvfb", "openbox", "firefox", "mousepad", "agentd-started", "healthy")
 	// The entrypoint waited for both windows before starting agentd; once
 	// the screen settles they are drawn.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -527,4 +528,35 @@ func benchGuest(b *testing.B) *Guest {
 		}
 	})
 	return g
+}
+
+// checkMilestones checks that the guest's start milestones are these, in
+// this order (the engine's "started" may come before or after the
+// entrypoint's "begin", so it is only checked to be there).
+func checkMilestones(t *testing.T, g *Guest, want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ms, err := g.StartMilestones(ctx)
+	if err != nil {
+		t.Fatalf("StartMilestones: %v", err)
+	}
+	var got []string
+	started := false
+	for i, m := range ms {
+		if i > 0 && m.At.Before(ms[i-1].At) {
+			t.Errorf("milestone %s at %v comes before %s at %v", m.Name, m.At, ms[i-1].Name, ms[i-1].At)
+		}
+		if m.Name == "started" {
+			started = true
+			continue
+		}
+		got = append(got, m.Name)
+	}
+	if !started || !slices.Equal(got, want) {
+		t.Errorf("start milestones %v (started: %v); want %v", got, started, want)
+	}
+	for _, m := range ms {
+		t.Logf("  %-15s +%v", m.Name, m.At.Sub(ms[0].At).Round(time.Millisecond))
+	}
 }

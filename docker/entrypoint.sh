@@ -49,6 +49,10 @@ addr_file=/tmp/agentd.addr
 start_timeout=60
 
 say() { echo "entrypoint: $*" >&2; }
+# mark WHAT: a start milestone at the wall clock (a container shares the
+# host's), read back by docker.Guest.StartMilestones for the start's
+# breakdown; EPOCHREALTIME costs no fork.
+mark() { echo "entrypoint: mark $1 ${EPOCHREALTIME/,/.}" >&2; }
 die() { say "$*"; exit 1; }
 
 declare -a names=() pids=()
@@ -121,6 +125,7 @@ has_window() {
   return 1
 }
 
+mark begin
 [ "$(id -u)" -ne 0 ] || die "refusing to run as root: run the container with a non-root --user"
 [[ "$size" =~ ^([0-9]+)x([0-9]+)(x(24|16))?$ ]] || die "SCREEN_SIZE=$size: want WxH or WxHxD (D 24 or 16)"
 width="${BASH_REMATCH[1]}" height="${BASH_REMATCH[2]}" depth="${BASH_REMATCH[4]:-24}"
@@ -163,6 +168,7 @@ export NO_AT_BRIDGE=1 GSETTINGS_BACKEND=memory
 start xvfb Xvfb "$display" -screen 0 "${width}x${height}x${depth}" -nolisten tcp -noreset -auth "$XAUTHORITY"
 export DISPLAY="$display"
 wait_for "the display $display" xdpyinfo
+mark xvfb
 
 # openbox runs its --startup command once it manages windows: a window
 # mapped earlier, while it still starts up (after it has announced itself
@@ -173,6 +179,7 @@ wm_args=(--sm-disable --startup "touch $wm_ready")
 [ -z "$config_dir" ] || [ ! -f "$config_dir/openbox-rc.xml" ] || wm_args+=(--config-file "$config_dir/openbox-rc.xml")
 start openbox openbox "${wm_args[@]}"
 wait_for "the window manager" test -e "$wm_ready"
+mark openbox
 
 # The window classes are the exercise's (exercise.BrowserClass and
 # EditorClass): its window manager rules place windows by them.
@@ -181,6 +188,7 @@ for app in $apps; do
     form)
       start form pickup-form --listen 127.0.0.1:8080 --dir "$HOME/form"
       wait_for "the form server" bash -c ': </dev/tcp/127.0.0.1/8080'
+      mark form
       ;;
     firefox)
       rm -rf "$HOME/firefox-profile"
@@ -193,6 +201,7 @@ for app in $apps; do
       MOZ_CRASHREPORTER_DISABLE=1 start firefox firefox-esr --new-instance --profile "$HOME/firefox-profile" \
         --class agentd-browser "$url"
       wait_for "a Firefox window" has_window agentd-browser
+      mark firefox
       ;;
     mousepad)
       mousepad_args=(--disable-server --class agentd-editor --encoding UTF-8)
@@ -209,6 +218,7 @@ for app in $apps; do
       fi
       GSETTINGS_BACKEND=keyfile XDG_CONFIG_HOME="$HOME/mousepad-config" start mousepad mousepad "${mousepad_args[@]}"
       wait_for "a Mousepad window" has_window agentd-editor
+      mark mousepad
       ;;
   esac
 done
@@ -217,6 +227,7 @@ agentd_args=(--display "$display" --listen "$listen" --addr-file "$addr_file" --
 [ "$code" != 1 ] || agentd_args+=(--code)
 [ "$browser" != 1 ] || agentd_args+=(--browser)
 start agentd agentd "${agentd_args[@]}"
+mark agentd-started
 
 # Watch: the first child to end ends the container.
 status=0

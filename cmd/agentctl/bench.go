@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/agentd-dev/agentd/bench"
+	"github.com/agentd-dev/agentd/guest/backend"
 )
 
 func init() {
@@ -17,7 +18,7 @@ func runBench(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "--guest-start" {
 		return benchGuestStart(ctx, args[1:])
 	}
-	opts, asJSON, err := parseBenchFlags(args)
+	opts, out, err := parseBenchFlags(args)
 	if err != nil {
 		return err
 	}
@@ -26,32 +27,65 @@ func runBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if out.guestRounds > 0 {
+		if rep.GuestStart, err = fullBenchGuestStart(ctx, out.guestRounds); err != nil {
+			return err
+		}
+	}
+	if out.json {
 		return rep.WriteJSON(os.Stdout)
 	}
-	return rep.WriteTable(os.Stdout)
+	if err := rep.WriteTable(os.Stdout); err != nil || rep.GuestStart == nil {
+		return err
+	}
+	return rep.GuestStart.WriteTable(os.Stdout)
+}
+
+// benchOutput is what bench does besides bench.Run.
+type benchOutput struct {
+	json        bool
+	guestRounds int
+}
+
+// fullBenchGuestStart measures a Docker guest's start after the rest, on
+// the machine the rest left idle; without an engine or the image it says
+// so instead.
+func fullBenchGuestStart(ctx context.Context, rounds int) (*bench.GuestStart, error) {
+	if missing := dockerMissing(ctx); missing != "" {
+		return &bench.GuestStart{Backend: "docker", Missing: missing}, nil
+	}
+	b, err := backend.Get("docker")
+	if err != nil {
+		return nil, err
+	}
+	return measureGuestStart(ctx, b, rounds)
 }
 
 // parseBenchFlags reads and checks bench's flags before anything starts.
-func parseBenchFlags(args []string) (bench.Options, bool, error) {
+func parseBenchFlags(args []string) (bench.Options, benchOutput, error) {
+	var out benchOutput
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the figures as JSON instead of a table")
+	fs.BoolVar(&out.json, "json", false, "print the figures as JSON instead of a table")
+	fs.IntVar(&out.guestRounds, "guest-rounds", 3, "cold and pooled Docker guest starts measured after the rest, each (0: none; needs a Docker engine and the agentd-guest image, else reported missing)")
 	duration := fs.Duration("duration", bench.DefaultDuration, "time spent on each figure")
 	sizes := fs.String("size", "1440x900,1920x1080", "screen sizes to measure, comma-separated; input is measured on the first")
 	agentdPath := fs.String("agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")
 	if err := fs.Parse(args); err != nil {
-		return bench.Options{}, false, err
+		return bench.Options{}, out, err
 	}
 	if fs.NArg() != 0 {
-		return bench.Options{}, false, fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return bench.Options{}, out, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	list, err := bench.ParseSizes(*sizes)
 	if err != nil {
-		return bench.Options{}, false, err
+		return bench.Options{}, out, err
 	}
 	opts := bench.Options{Sizes: list, Duration: *duration, AgentdPath: *agentdPath}
 	if err := opts.Validate(); err != nil {
-		return bench.Options{}, false, err
+		return bench.Options{}, out, err
 	}
-	return opts, *asJSON, nil
+	if out.guestRounds < 0 {
+		return bench.Options{}, out, fmt.Errorf("--guest-rounds %d: want 0 or more", out.guestRounds)
+	}
+	return opts, out, nil
 }

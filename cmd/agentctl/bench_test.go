@@ -21,6 +21,7 @@ func TestBenchFlags(t *testing.T) {
 		{name: "zero duration", args: []string{"--duration", "0s"}, wantErr: "--duration 0s: must be between 100ms and 10m0s"},
 		{name: "negative duration", args: []string{"--duration", "-1s"}, wantErr: "--duration -1s: must be between"},
 		{name: "stray argument", args: []string{"now"}, wantErr: "unexpected arguments: [now]"},
+		{name: "negative guest rounds", args: []string{"--guest-rounds", "-1"}, wantErr: "--guest-rounds -1: want 0 or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts, _, err := parseBenchFlags(tc.args)

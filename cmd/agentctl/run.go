@@ -150,7 +150,7 @@ it is never run again unless answered not-done.`)
 		return err
 	}
 	if fresh != nil {
-		down, err := freshGuest(ctx, fresh, &g, backend.Spec{Network: *network, Code: *mode == "code"}, stdout)
+		down, _, err := freshGuest(ctx, fresh, &g, backend.Spec{Network: *network, Code: *mode == "code"}, stdout)
 		if err != nil {
 			return err
 		}
@@ -390,17 +390,18 @@ func round(d runner.Duration) time.Duration {
 
 // freshGuest starts a guest with a browser and an editor on b for one
 // 'agentctl run' ('--guest docker'), or takes one from a pool ('agentctl
-// guest pool'), and points g at it; down removes it.
-func freshGuest(ctx context.Context, b backend.Backend, g *guestFlags, spec backend.Spec, out io.Writer) (down func(), err error) {
+// guest pool'), and points g at it; down removes it. started is the guest
+// it started, nil for a pooled one.
+func freshGuest(ctx context.Context, b backend.Backend, g *guestFlags, spec backend.Spec, out io.Writer) (down func(), started backend.Instance, err error) {
 	spec.Desktop, spec.Progress = backend.BrowserAndEditor, guestProgress(out)
 	if d, down, ok, err := claimPooled(ctx, b, spec, out); err != nil || ok {
 		g.addr, g.tokenFile = d.Addr, d.TokenFile
-		return down, err
+		return down, nil, err
 	}
 	fmt.Fprintf(out, "starting a %s guest for this run\n", b.Name())
 	inst, err := b.Up(ctx, spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := inst.Describe()
 	g.addr, g.tokenFile = d.Addr, d.TokenFile
@@ -410,5 +411,5 @@ func freshGuest(ctx context.Context, b backend.Backend, g *guestFlags, spec back
 		if err := inst.Down(downCtx); err != nil {
 			fmt.Fprintf(out, "warning: %v\n", err)
 		}
-	}, nil
+	}, inst, nil
 }

@@ -70,6 +70,19 @@ type LogReader interface {
 	Logs(ctx context.Context, n int) (string, error)
 }
 
+// StartTimer is a guest that can say where its start's time went.
+type StartTimer interface {
+	// StartMilestones returns the moments of the guest's start, in time
+	// order (the names are the backend's).
+	StartMilestones(ctx context.Context) ([]Milestone, error)
+}
+
+// Milestone is a moment of a guest's start.
+type Milestone struct {
+	Name string
+	At   time.Time
+}
+
 // XReacher is a guest whose X display this machine's programs can open (a
 // local guest without a supervisor): for tools that run beside agentd, as
 // the bench's peers do.
