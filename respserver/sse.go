@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -28,6 +29,29 @@ type Streaming struct {
 	// violation (so a test can check what the client did while the
 	// response was still arriving).
 	AfterItem func(i int) error
+
+	// OutOfOrder, if above 0, sends the item at output index OutOfOrder
+	// before the one at OutOfOrder-1, each with its own output_index.
+	OutOfOrder int
+	// Gap, if above 0, numbers the items from output index Gap on one
+	// higher in the stream, so no item has index Gap; the final response
+	// lists the items as they are.
+	Gap int
+	// Change, if set, changes an item after it was done.
+	Change *ItemChange
+}
+
+// ItemChange changes the item at output index Index once the item at
+// After (Index or later) is done: a second response.output_item.done for
+// Index carries Item's fields over the original ones (its id and call_id
+// kept), and the final response has the changed item. Remove instead
+// leaves the item out of the final response, with no event saying so. The
+// server still expects the next request to answer the calls as first
+// sent.
+type ItemChange struct {
+	Index, After int
+	Item         Item
+	Remove       bool
 }
 
 // wantsStream reports whether a create-response body asks for a stream.
@@ -90,21 +114,53 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp map[string]
 		// unexpected EOF in the chunked body.
 		panic(http.ErrAbortHandler)
 	}
-	for i, v := range output {
-		if st.Cut == i+1 {
+	order := make([]int, len(output))
+	for k := range order {
+		order[k] = k
+	}
+	if k := st.OutOfOrder; k > 0 && k < len(order) {
+		order[k-1], order[k] = order[k], order[k-1]
+	}
+	index := func(i int) int {
+		if st.Gap > 0 && i >= st.Gap {
+			return i + 1
+		}
+		return i
+	}
+	final := resp
+	if c := st.Change; c != nil && c.Index >= 0 && c.Index < len(output) {
+		changed := slices.Clone(output)
+		if c.Remove {
+			changed = slices.Delete(changed, c.Index, c.Index+1)
+		} else {
+			item := maps.Clone(output[c.Index].(map[string]any))
+			for k, v := range jsonValue(c.Item).(map[string]any) {
+				if k != "id" && k != "call_id" {
+					item[k] = v
+				}
+			}
+			changed[c.Index] = item
+		}
+		final = maps.Clone(resp)
+		final["output"] = changed
+	}
+	for pos, i := range order {
+		if st.Cut == pos+1 {
 			cut()
 		}
-		if i > 0 && !wait(st.ItemDelay) {
+		if pos > 0 && !wait(st.ItemDelay) {
 			return false
 		}
-		item := v.(map[string]any)
-		sendItem(e, i, item)
+		sendItem(e, index(i), output[i].(map[string]any))
 		if st.AfterItem != nil {
 			if err := st.AfterItem(i); err != nil {
 				s.mu.Lock()
 				s.violations = append(s.violations, fmt.Sprintf("stream after item %d: %v", i, err))
 				s.mu.Unlock()
 			}
+		}
+		if c := st.Change; c != nil && c.After == i && !c.Remove && c.Index < len(output) {
+			e.send("response.output_item.done", map[string]any{"output_index": index(c.Index), "item": final["output"].([]any)[c.Index]})
 		}
 	}
 	if st.Cut == len(output)+1 {
@@ -113,14 +169,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, resp map[string]
 	if !wait(st.TailDelay) {
 		return false
 	}
-	final := "response.completed"
+	last := "response.completed"
 	switch resp["status"] {
 	case "incomplete":
-		final = "response.incomplete"
+		last = "response.incomplete"
 	case "failed":
-		final = "response.failed"
+		last = "response.failed"
 	}
-	e.send(final, map[string]any{"response": resp})
+	e.send(last, map[string]any{"response": final})
 	return true
 }
 

@@ -2,6 +2,7 @@ package respserver
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,4 +107,75 @@ func TestStreamCut(t *testing.T) {
 	if stream.Err() == nil || completed || done != 1 {
 		t.Fatalf("cut stream: err %v, completed %v, items done %d", stream.Err(), completed, done)
 	}
+}
+
+// doneIndices reads a stream through the SDK and returns the output_index
+// of each response.output_item.done and the final response.
+func doneIndices(t *testing.T, turn Turn) ([]int64, []responses.ResponseOutputItemUnion, responses.Response) {
+	t.Helper()
+	s, url := Start(turn)
+	defer s.Close()
+	c := streamClient(url)
+	stream := c.Responses.NewStreaming(context.Background(), streamParams())
+	defer stream.Close()
+	var idx []int64
+	var items []responses.ResponseOutputItemUnion
+	var final responses.Response
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "response.output_item.done":
+			idx = append(idx, ev.OutputIndex)
+			items = append(items, ev.Item)
+		case "response.completed":
+			final = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return idx, items, final
+}
+
+// The faults a stream can carry, as the SDK reads them.
+func TestStreamFaults(t *testing.T) {
+	three := func() Turn {
+		return Items(FunctionCall("lookup", `{"q":"a"}`), FunctionCall("lookup", `{"q":"b"}`), FunctionCall("lookup", `{"q":"c"}`))
+	}
+	t.Run("out of order", func(t *testing.T) {
+		turn := three()
+		turn.Stream.OutOfOrder = 2
+		idx, items, final := doneIndices(t, turn)
+		if !slices.Equal(idx, []int64{0, 2, 1}) || items[1].Arguments.OfString != `{"q":"c"}` || final.Output[1].Arguments.OfString != `{"q":"b"}` {
+			t.Fatalf("indices %v, items %+v", idx, items)
+		}
+	})
+	t.Run("gap", func(t *testing.T) {
+		turn := three()
+		turn.Stream.Gap = 1
+		idx, items, final := doneIndices(t, turn)
+		if !slices.Equal(idx, []int64{0, 2, 3}) || items[1].Arguments.OfString != `{"q":"b"}` || len(final.Output) != 3 {
+			t.Fatalf("indices %v, final %d items", idx, len(final.Output))
+		}
+	})
+	t.Run("changed", func(t *testing.T) {
+		turn := three()
+		turn.Stream.Change = &ItemChange{Index: 0, After: 1, Item: Item{"arguments": `{"q":"z"}`}}
+		idx, items, final := doneIndices(t, turn)
+		if !slices.Equal(idx, []int64{0, 1, 0, 2}) || items[2].Arguments.OfString != `{"q":"z"}` || items[2].CallID != items[0].CallID ||
+			final.Output[0].Arguments.OfString != `{"q":"z"}` {
+			t.Fatalf("indices %v, items %+v", idx, items)
+		}
+	})
+	t.Run("removed", func(t *testing.T) {
+		turn := three()
+		turn.Stream.Change = &ItemChange{Index: 0, After: 0, Remove: true}
+		idx, _, final := doneIndices(t, turn)
+		if !slices.Equal(idx, []int64{0, 1, 2}) || len(final.Output) != 2 || final.Output[0].Arguments.OfString != `{"q":"b"}` {
+			t.Fatalf("indices %v, final %+v", idx, final.Output)
+		}
+	})
 }

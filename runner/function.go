@@ -47,6 +47,7 @@ type Function struct {
 	// bind decodes and validates arguments into a call of the Go function.
 	bind        func(args json.RawMessage) (func(context.Context) (Output, error), error)
 	replaceable bool
+	independent bool
 }
 
 // FunctionOption configures a Function.
@@ -69,6 +70,15 @@ func WithSchema(schema map[string]any) FunctionOption {
 // in its place, before the call is attempted.
 func Replaceable() FunctionOption {
 	return func(f *Function) error { f.replaceable = true; return nil }
+}
+
+// Independent marks a function that does not depend on any other call: with
+// Streaming.Eager and no ledger, its early calls may run at the same time as
+// other independent calls while the response goes on arriving (at most
+// Streaming.MaxConcurrentCalls at once). The function must itself bound
+// the work it starts.
+func Independent() FunctionOption {
+	return func(f *Function) error { f.independent = true; return nil }
 }
 
 var functionName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -185,6 +185,12 @@ func resumeFrom(ctx context.Context, cp *Checkpoint, opts *RunOptions) (*session
 		if err != nil {
 			return nil, err
 		}
+		if resp.Status != responses.ResponseStatusCompleted {
+			// Taken while the response streamed (Streaming.Eager): its later
+			// calls are unknown, so the batch cannot be finished.
+			return nil, fmt.Errorf("%w: response %s was still arriving (status %q) when call %s ran; reconcile on the real desktop and start a new run from there",
+				ErrUncertain, resp.ID, resp.Status, cp.CallID)
+		}
 		b = &batch{resp: resp}
 		for _, raw := range cp.Outputs {
 			b.outputs = append(b.outputs, param.Override[responses.ResponseInputItemUnionParam](raw))

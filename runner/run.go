@@ -195,7 +195,7 @@ func (l *loop) check(opts *RunOptions) error {
 			names[name] = true
 		}
 	}
-	return nil
+	return checkStreaming(opts.Stream, names)
 }
 
 // toolName is the name the model calls a tool by ("" for tools called by
@@ -267,7 +267,21 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		var resp *responses.Response
 		var took time.Duration
 		var usage *Usage
-		ran := len(x.attempted)
+		attemptedBefore := len(x.attempted)
+		s := &Step{x: x}
+		var pre responses.ResponseInputParam // outputs from before a resume
+		save := func(raw []byte, phase, callID string, outputs responses.ResponseInputParam) error {
+			cp := Checkpoint{Phase: phase, CallID: callID, Response: json.RawMessage(raw)}
+			for _, o := range append(slices.Clip(pre), outputs...) {
+				raw, err := json.Marshal(o)
+				if err != nil {
+					return fmt.Errorf("checkpoint: %w", err)
+				}
+				cp.Outputs = append(cp.Outputs, raw)
+			}
+			return l.checkpoint(x, opts.Ledger, cp, &params)
+		}
+		var e *eagerTurn
 		if b != nil {
 			// Resumed inside this response: it is not asked for again.
 			resp = b.resp
@@ -286,10 +300,12 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 				continues = params.PreviousResponseID.Value
 			}
 			x.event(Event{Kind: EventRequest, CallIDs: answered, ResponseID: continues})
+			e = l.newEagerTurn(s, &opts, step >= opts.MaxSteps, save)
 			sent := time.Now()
 			// The SDK may retry this HTTP request; that is safe because local
-			// calls only run between requests, never inside one.
-			r, err := l.create(ctx, &opts, req, requestOptions)
+			// calls only start once a response arrives (eager ones once the
+			// stream is read), never inside a retried request.
+			r, err := l.create(ctx, &opts, req, requestOptions, e)
 			took = time.Since(sent)
 			if err != nil {
 				// The request may have been billed without our seeing its usage.
@@ -301,14 +317,29 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			x.usage.add(usage)
 		}
 		x.responseID = resp.ID
-		s := &Step{x: x}
-		calls, final, claimErr := l.claim(s, resp)
+		// Calls run early (Streaming.Eager) are checked against the
+		// complete response; the rest of it is claimed now.
+		var (
+			earlyCalls []Call
+			done       responses.ResponseInputParam
+			from       int
+			early      []string
+			settleErr  error
+		)
+		if e != nil {
+			earlyCalls, done, from, early, settleErr = e.settle(resp)
+		}
+		calls, msgs, claimErr := l.claim(s, resp, from)
+		final := strings.Join(append(early, msgs...), "\n\n")
+		if settleErr != nil {
+			calls, claimErr = nil, settleErr
+		}
 		// From here the caller may supply outputs for these calls (for
 		// example from the response event).
 		x.ctl.begin(calls)
-		callIDs := make([]string, len(calls))
-		for i, c := range calls {
-			callIDs[i] = c.CallID()
+		callIDs := make([]string, 0, len(earlyCalls)+len(calls))
+		for _, c := range append(slices.Clip(earlyCalls), calls...) {
+			callIDs = append(callIDs, c.CallID())
 		}
 		diag := Diagnostic{API: "responses", Stage: "request", Reason: string(resp.Status), Usage: usage,
 			CallIDs: callIDs, Member: l.name, Duration: Duration(took)}
@@ -319,15 +350,19 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		x.event(Event{Kind: EventResponse, CallIDs: callIDs, Usage: usage, Duration: Duration(took)})
 
 		if resp.Status != responses.ResponseStatusCompleted {
-			return nil, x.fail(fmt.Errorf("response %s has status %q%s; nothing of it was executed", resp.ID, resp.Status, incompleteReason(resp)))
+			what := "nothing of it was executed"
+			if len(earlyCalls) > 0 {
+				what = "nothing more of it was executed (calls run early stay recorded)"
+			}
+			return nil, x.fail(fmt.Errorf("response %s has status %q%s; %s", resp.ID, resp.Status, incompleteReason(resp), what))
 		}
 		if claimErr != nil {
 			return nil, x.fail(claimErr)
 		}
-		if opts.pause != nil && !opts.pause(newTurn(x, resp, calls, final, x.attempted[ran:])) {
+		if opts.pause != nil && !opts.pause(newTurn(x, resp, append(slices.Clip(earlyCalls), calls...), final, x.attempted[attemptedBefore:])) {
 			return nil, x.fail(stopped(x, resp, calls))
 		}
-		if len(calls) == 0 && !x.ctl.pending() {
+		if len(earlyCalls) == 0 && len(calls) == 0 && !x.ctl.pending() {
 			if final == "" {
 				return nil, x.fail(fmt.Errorf("response %s has neither a local call nor a final message", resp.ID))
 			}
@@ -355,30 +390,26 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; nothing of it was executed%s",
 				ErrStepLimit, step, opts.MaxSteps, resp.ID, strings.Join(callIDs, ", "), unsent))
 		}
-		var pre responses.ResponseInputParam // outputs from before a resume
-		save := func(phase, callID string, outputs responses.ResponseInputParam) error {
-			cp := Checkpoint{Phase: phase, CallID: callID, Response: json.RawMessage(resp.RawJSON())}
-			for _, o := range append(slices.Clip(pre), outputs...) {
-				raw, err := json.Marshal(o)
-				if err != nil {
-					return fmt.Errorf("checkpoint: %w", err)
-				}
-				cp.Outputs = append(cp.Outputs, raw)
-			}
-			return l.checkpoint(x, opts.Ledger, cp, &params)
+		raw := []byte(resp.RawJSON())
+		saveResp := func(phase, callID string, outputs responses.ResponseInputParam) error {
+			return save(raw, phase, callID, outputs)
 		}
 		var err error
-		if b != nil {
-			pre, calls, err = b.reenter(ctx, s, calls, save)
+		switch {
+		case b != nil:
+			pre, calls, err = b.reenter(ctx, s, calls, saveResp)
 			b = nil
-		} else {
-			err = save(PhaseResponse, "", nil)
+		case len(earlyCalls) > 0:
+			// The complete response, with the calls run early completed.
+			err = saveResp(PhaseAfterCall, earlyCalls[len(earlyCalls)-1].CallID(), done)
+		default:
+			err = saveResp(PhaseResponse, "", nil)
 		}
 		if err != nil {
 			x.ctl.end()
 			return nil, x.fail(err)
 		}
-		outputs, err := respond(ctx, s, calls, save)
+		outputs, err := respond(ctx, s, calls, done, saveResp)
 		outputs = append(pre, outputs...)
 		texts := x.ctl.end()
 		if err != nil {
@@ -420,43 +451,51 @@ func firstInput(opts RunOptions) responses.ResponseNewParamsInputUnion {
 // compaction items stay in the response chain. Anything else is an error
 // naming the item's type: dropping it would hide what the model asked for,
 // and an unanswered call makes the next request fail.
-func (l *loop) claim(s *Step, resp *responses.Response) ([]Call, string, error) {
+func (l *loop) claim(s *Step, resp *responses.Response, from int) ([]Call, []string, error) {
 	var calls []Call
 	var final []string
-	for i, item := range resp.Output {
-		switch item.Type {
-		case "message":
-			if item.Phase != responses.ResponseOutputMessagePhaseCommentary {
-				if text := messageText(item); text != "" {
-					final = append(final, text)
-				}
-			}
-			continue
-		case "reasoning", "compaction":
-			continue
-		}
-		var owner Tool
-		for _, t := range l.tools {
-			if t.Claims(item) {
-				if owner != nil {
-					return calls, "", fmt.Errorf("response %s: output item %d (%s) is claimed by two tools", resp.ID, i, item.Type)
-				}
-				owner = t
-			}
-		}
-		if owner == nil {
-			return calls, "", fmt.Errorf("response %s: output item %d has type %q, which no tool of the run handles%s",
-				resp.ID, i, item.Type, callName(item))
-		}
-		c, err := owner.Prepare(s, item)
+	for i := from; i < len(resp.Output); i++ {
+		c, text, err := l.claimOne(s, i, resp.Output[i])
 		if err != nil {
-			return calls, "", err
+			return calls, nil, err
+		}
+		if text != "" {
+			final = append(final, text)
 		}
 		if c != nil {
 			calls = append(calls, c)
 		}
 	}
-	return calls, strings.Join(final, "\n\n"), nil
+	return calls, final, nil
+}
+
+// claimOne claims the output item at index i: its prepared call (nil if
+// it needs no answer), or its text if it is part of the final message.
+func (l *loop) claimOne(s *Step, i int, item responses.ResponseOutputItemUnion) (Call, string, error) {
+	switch item.Type {
+	case "message":
+		if item.Phase != responses.ResponseOutputMessagePhaseCommentary {
+			return nil, messageText(item), nil
+		}
+		return nil, "", nil
+	case "reasoning", "compaction":
+		return nil, "", nil
+	}
+	var owner Tool
+	for _, t := range l.tools {
+		if t.Claims(item) {
+			if owner != nil {
+				return nil, "", fmt.Errorf("response %s: output item %d (%s) is claimed by two tools", s.ResponseID(), i, item.Type)
+			}
+			owner = t
+		}
+	}
+	if owner == nil {
+		return nil, "", fmt.Errorf("response %s: output item %d has type %q, which no tool of the run handles%s",
+			s.ResponseID(), i, item.Type, callName(item))
+	}
+	c, err := owner.Prepare(s, item)
+	return c, "", err
 }
 
 // callName names what an unclaimed call asked for.
@@ -468,15 +507,17 @@ func callName(item responses.ResponseOutputItemUnion) string {
 }
 
 // respond asks every approval of a response's calls, and only then runs
-// them in order: nothing runs unless all of it may.
+// them in order: nothing runs unless all of it may. done are the outputs
+// of the response's calls that already ran (early, while it streamed).
 // save writes the checkpoints before and after each call.
-func respond(ctx context.Context, s *Step, calls []Call, save func(phase, callID string, outputs responses.ResponseInputParam) error) (responses.ResponseInputParam, error) {
+func respond(ctx context.Context, s *Step, calls []Call, done responses.ResponseInputParam, save func(phase, callID string, outputs responses.ResponseInputParam) error) (responses.ResponseInputParam, error) {
 	for _, c := range calls {
 		if err := c.Approve(ctx, s); err != nil {
 			return nil, err
 		}
 	}
-	outputs := make(responses.ResponseInputParam, 0, len(calls))
+	outputs := make(responses.ResponseInputParam, 0, len(done)+len(calls))
+	outputs = append(outputs, done...)
 	for _, c := range calls {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cancelled before call %s: %w", c.CallID(), err)

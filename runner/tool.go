@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3/responses"
@@ -53,10 +54,17 @@ func (s *Step) Event(ev Event) { s.x.event(ev) }
 func (s *Step) Attempted(callID string) { s.x.markAttempted(callID) }
 
 // Completed records that every effect of the call finished.
-func (s *Step) Completed(callID string) { s.x.completed = append(s.x.completed, callID) }
+func (s *Step) Completed(callID string) {
+	s.x.mu.Lock()
+	defer s.x.mu.Unlock()
+	s.x.completed = append(s.x.completed, callID)
+}
 
 // session is the state of one Run or Execute shared by its tools.
 type session struct {
+	// mu guards attempted, completed and the observer while independent
+	// calls run concurrently (Streaming.Eager).
+	mu       sync.Mutex
 	step     int
 	maxSteps int
 	// responseID is the last response received.
@@ -72,6 +80,8 @@ type session struct {
 }
 
 func (x *session) fail(err error) *RunError {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	return &RunError{
 		Err:              err,
 		ResponseID:       x.responseID,
@@ -88,10 +98,14 @@ func (x *session) event(ev Event) {
 	if ev.ResponseID == "" {
 		ev.ResponseID = x.responseID
 	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	observe(x.onEvent, ev)
 }
 
 func (x *session) markAttempted(callID string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if n := len(x.attempted); n == 0 || x.attempted[n-1] != callID {
 		x.attempted = append(x.attempted, callID)
 	}
