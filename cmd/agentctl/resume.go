@@ -24,6 +24,9 @@ type startNote struct {
 	Model    string `json:"model"`
 	Mode     string `json:"mode"`
 	MaxSteps int    `json:"max_steps"`
+	// ContextImages and ContextBytes are the run's context budget.
+	ContextImages int `json:"context_images"`
+	ContextBytes  int `json:"context_bytes"`
 	// lastShot is the path of the last screenshot the record holds.
 	lastShot string
 }

@@ -57,10 +57,12 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	resume := fs.String("resume", "", "continue the run whose record is this folder (runs/<id>) from its last checkpoint, on --guest")
 	stream := fs.Bool("stream", false, "read each response as a stream and print the model's text as it arrives")
 	reconcileFlag := fs.String("reconcile", "", "with --resume, when the run stopped during an action: done (its effects show on the desktop) or not-done (run it again); asked on the terminal when not given")
+	var budget budgetFlags
+	budget.register(fs)
 	var origins originList
 	fs.Var(&origins, "allow-origin", "with --mode browser: an origin the model may navigate to (scheme://host[:port]); repeat for more")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream] [--console] [--confirm] "task"
+		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream] [--console] [--confirm] [--context-images N] [--context-bytes B] "task"
        agentctl run --guest ADDR|NAME --resume runs/<id> [--reconcile done|not-done]
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
@@ -84,6 +86,9 @@ it is never run again unless answered not-done.`)
 		return err
 	}
 	task := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if err := budget.check(fs); err != nil {
+		return err
+	}
 	given, err := parseReconcile(*reconcileFlag)
 	if err != nil {
 		return err
@@ -106,6 +111,7 @@ it is never run again unless answered not-done.`)
 		}
 		defer l.Close()
 		led, cp, task, *maxSteps = l, c, start.Task, max(start.MaxSteps, 1)
+		budget.resumed(start)
 		if start.Model != "" {
 			*model = start.Model
 		}
@@ -197,6 +203,7 @@ it is never run again unless answered not-done.`)
 		}
 		rec.Note("start", map[string]any{
 			"task": task, "model": *model, "mode": *mode, "guest": g.addr, "max_steps": *maxSteps, "api": apiEndpoint(),
+			"context_images": budget.images, "context_bytes": budget.bytes,
 		})
 		if led, err = ledger.Open(ledgerDir(dir)); err != nil {
 			return err
@@ -250,6 +257,7 @@ it is never run again unless answered not-done.`)
 		// Asked before the run started (reconcile above).
 		Reconcile: func(context.Context, runner.Uncertain) (runner.Reconciliation, error) { return answer, nil },
 	}
+	budget.apply(&opts)
 	if *stream {
 		opts.Stream = streamText(stdout)
 	}
