@@ -130,6 +130,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/runs/{id}", s.serveRun)
 	mux.HandleFunc("GET /api/runs/{id}/{file}", s.serveRunFile)
 	mux.HandleFunc("GET /live", s.serveLive)
+	mux.HandleFunc("GET /takeover", s.serveTakeover)
 	mux.HandleFunc("GET /api/questions", s.serveQuestions)
 	mux.HandleFunc("POST /api/questions/{id}", s.serveAnswer)
 	return s.secure(mux)

@@ -1,0 +1,126 @@
+// Take over and hand back: while this page holds the desktop (agentd's
+// lease), the pointer and the keyboard on the live view go to the desktop,
+// through the console, as computer-tool actions in the frame's pixels.
+// The model's actions are refused by agentd meanwhile; "Hand back" returns
+// the desktop with an optional note for the model.
+'use strict';
+
+(() => {
+  const canvas = document.querySelector('#live');
+  const box = document.querySelector('#takeover');
+  if (!canvas || !box) return;
+  const take = document.querySelector('#take');
+  const back = document.querySelector('#handback');
+  const note = document.querySelector('#note');
+  const state = document.querySelector('#takeover-state');
+  let ws = null;
+  let mine = false;
+
+  function show(st) {
+    const l = st.lease || {};
+    mine = !!l.mine;
+    box.dataset.held = l.held ? (l.mine ? 'mine' : 'other') : 'free';
+    take.disabled = !!l.held && !l.orphaned;
+    back.disabled = !mine;
+    note.disabled = !mine;
+    canvas.classList.toggle('driving', mine);
+    let text = 'The model has the desktop.';
+    if (mine) text = 'You have the desktop: the model is paused and its actions are refused. Click the view to type.';
+    else if (l.held && l.orphaned) text = 'Taken over, but the page that held it went away: the model stays paused until someone takes it and hands it back.';
+    else if (l.held) text = 'Another page holds the desktop.';
+    state.textContent = text + (st.error ? ' — ' + st.error : '');
+    if (st.error) state.dataset.error = st.error;
+  }
+
+  function connect() {
+    ws = new WebSocket(`ws://${location.host}/takeover`);
+    ws.onmessage = (ev) => show(JSON.parse(ev.data));
+    ws.onclose = () => {
+      mine = false;
+      canvas.classList.remove('driving');
+      state.textContent = 'Take over is not available now; trying again…';
+      take.disabled = back.disabled = true;
+      setTimeout(connect, 2000);
+    };
+  }
+
+  const send = (m) => { if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m)); };
+  const act = (action) => { if (mine) send({ op: 'input', action, frame_w: canvas.width, frame_h: canvas.height }); };
+
+  take.addEventListener('click', () => { send({ op: 'take' }); canvas.focus(); });
+  back.addEventListener('click', () => { flushText(); send({ op: 'hand_back', note: note.value }); note.value = ''; });
+
+  // ---- pointer: a press and release in one place is a click, else a drag
+  // through the points the pointer passed; the wheel scrolls.
+  const at = (e) => {
+    const r = canvas.getBoundingClientRect();
+    return {
+      x: Math.max(0, Math.min(canvas.width - 1, Math.round((e.clientX - r.left) * canvas.width / r.width))),
+      y: Math.max(0, Math.min(canvas.height - 1, Math.round((e.clientY - r.top) * canvas.height / r.height))),
+    };
+  };
+  const buttons = ['left', 'wheel', 'right', 'back', 'forward'];
+  let press = null;
+  canvas.addEventListener('contextmenu', (e) => { if (mine) e.preventDefault(); });
+  canvas.addEventListener('mousedown', (e) => {
+    if (!mine) return;
+    e.preventDefault();
+    canvas.focus();
+    flushText();
+    press = { button: buttons[e.button] || 'left', path: [at(e)] };
+  });
+  canvas.addEventListener('mousemove', (e) => {
+    if (!mine || !press) return;
+    const p = at(e), last = press.path[press.path.length - 1];
+    if (Math.hypot(p.x - last.x, p.y - last.y) >= 8) press.path.push(p);
+  });
+  canvas.addEventListener('mouseup', (e) => {
+    if (!mine || !press) return;
+    const p = at(e), first = press.path[0];
+    if (Math.hypot(p.x - first.x, p.y - first.y) < 4) {
+      act({ type: 'click', button: press.button, x: first.x, y: first.y });
+    } else {
+      press.path.push(p);
+      act({ type: 'drag', path: press.path });
+    }
+    press = null;
+  });
+  canvas.addEventListener('wheel', (e) => {
+    if (!mine) return;
+    e.preventDefault();
+    const p = at(e);
+    act({ type: 'scroll', x: p.x, y: p.y, scroll_x: Math.round(e.deltaX), scroll_y: Math.round(e.deltaY) });
+  }, { passive: false });
+
+  // ---- keyboard: characters (any Unicode) gather into one type action;
+  // named keys and shortcuts are keypresses.
+  let text = '';
+  let textTimer = null;
+  function flushText() {
+    clearTimeout(textTimer);
+    if (text) act({ type: 'type', text });
+    text = '';
+  }
+  const mods = (e) => [e.ctrlKey && 'CTRL', e.altKey && 'ALT', e.metaKey && 'META'].filter(Boolean);
+  canvas.addEventListener('keydown', (e) => {
+    if (!mine) return;
+    const single = [...e.key].length === 1;
+    if (single && mods(e).length === 0) return; // a character: keypress has it
+    if (['Shift', 'Control', 'Alt', 'Meta', 'Unidentified', 'Dead', 'Process'].includes(e.key)) return;
+    e.preventDefault();
+    flushText();
+    const key = e.key === ' ' ? 'SPACE' : e.key.toUpperCase();
+    act({ type: 'keypress', keys: [...mods(e), ...(e.shiftKey && !single ? ['SHIFT'] : []), key] });
+  });
+  canvas.addEventListener('keypress', (e) => {
+    // Some input methods report the character only in charCode.
+    const ch = [...e.key].length === 1 ? e.key : (e.charCode ? String.fromCodePoint(e.charCode) : '');
+    if (!mine || !ch || mods(e).length) return;
+    e.preventDefault();
+    text += ch;
+    clearTimeout(textTimer);
+    textTimer = setTimeout(flushText, 300);
+  });
+
+  connect();
+})();
