@@ -103,6 +103,9 @@ import (
 type Scaler struct {
 	// Filter is the resampling filter; the zero value is Nearest.
 	Filter Filter
+	// Full computes every output row, even those whose source rows are
+	// the same as in the last call (for measuring the whole work).
+	Full bool
 
 	xw, yw weights
 	out    *image.RGBA
@@ -112,6 +115,14 @@ type Scaler struct {
 	job     job
 	scratch []scratch // one per worker
 	pool    workpool.Pool
+
+	// bandPick's copy of the last source crop (packed rows), valid for
+	// the last transform if lastValid: rows equal to it need no work, as
+	// s.out still holds what they make (frameRows).
+	last      []uint8
+	lastT     Transform
+	lastValid bool
+	changed   []bool // per crop row, in the current call
 
 	workers int  // if > 0, use exactly this many workers (tests)
 	fresh   bool // compute every pixel, reusing nothing from the row above (tests)
@@ -127,6 +138,7 @@ type job struct {
 	hPass  bool // the width changes
 	vPass  bool // the height changes
 	pick   bool // Nearest with at most two pixels per output: bandPick
+	reuse  bool // bandPick may skip output rows whose source rows are unchanged
 	bands  int
 }
 
@@ -216,6 +228,8 @@ func (s *Scaler) Scale(src *image.RGBA, t Transform) (*image.RGBA, error) {
 	}
 
 	j.pick = s.Filter == Nearest && (!j.hPass || s.xw.pick != nil) && (!j.vPass || s.yw.pick != nil)
+	j.reuse = j.pick && !s.fresh && !s.Full && s.lastValid && s.lastT == t
+	s.lastValid = false // until this call has written s.out
 
 	workers := s.workers
 	if workers <= 0 {
@@ -226,7 +240,16 @@ func (s *Scaler) Scale(src *image.RGBA, t Transform) (*image.RGBA, error) {
 	s.job = j
 	s.grow(workers)
 
+	if j.pick && !s.fresh {
+		// Which crop rows changed since the last call (all, without a
+		// valid copy), keeping the copy up to date.
+		s.last, s.changed = grow(s.last, c.W*4*c.H), grow(s.changed, c.H)
+		s.pool.Run(workers, j.bands, (*rowsJob)(s))
+	}
 	s.pool.Run(workers, j.bands, (*bandJob)(s))
+	if j.pick && !s.fresh {
+		s.lastT, s.lastValid = t, true
+	}
 	s.job = job{} // don't keep the caller's source alive
 	return s.out, nil
 }
@@ -382,11 +405,35 @@ func (s *Scaler) bandPick(sc *scratch, y0, y1 int) {
 		if j.vPass {
 			r, two = pickAt(s.yw.pick[y])
 		}
+		if j.reuse && !s.changed[r] && (!two || !s.changed[r+1]) {
+			continue // s.out holds this row already
+		}
 		dst := out.Pix[y*out.Stride : y*out.Stride+w*4]
 		s.pickRow(dst, j.src[r*j.stride:r*j.stride+j.cw*4])
 		if two {
 			s.pickRow(sc.pair, j.src[(r+1)*j.stride:(r+1)*j.stride+j.cw*4])
 			avgRow(dst, sc.pair)
+		}
+	}
+}
+
+// rowsJob is a Scaler as the workpool.Job that finds the crop rows that
+// changed since its last call, for bandPick: one unit is a band of crop
+// rows, compared with the copy and copied if they differ. A screenshot
+// after a small change scales only the rows it reaches; comparing costs a
+// pass over the crop, ≈0.5 ms at 1440×900 here.
+type rowsJob Scaler
+
+func (rj *rowsJob) Do(_, band int) {
+	s := (*Scaler)(rj)
+	j := &s.job
+	h := len(s.changed)
+	row := j.cw * 4
+	for r := band * h / j.bands; r < (band+1)*h/j.bands; r++ {
+		src, last := j.src[r*j.stride:r*j.stride+row], s.last[r*row:(r+1)*row]
+		s.changed[r] = !j.reuse || !bytes.Equal(src, last)
+		if s.changed[r] {
+			copy(last, src)
 		}
 	}
 }

@@ -620,7 +620,7 @@ func BenchmarkScale(b *testing.B) {
 	tr, _ := New(Size{1440, 900}, nil, 1280, 800, true)
 	own := func(src *image.RGBA, f Filter) func(b *testing.B) {
 		return func(b *testing.B) {
-			s := Scaler{Filter: f}
+			s := Scaler{Filter: f, Full: true} // the same source every time
 			b.ReportAllocs()
 			cpu := cputime.Start()
 			for b.Loop() {
@@ -651,4 +651,44 @@ func BenchmarkScale(b *testing.B) {
 		}
 		cpu.Report(b)
 	})
+}
+
+// TestScaleNearestReusesRows: one Scaler through a sequence of frames in
+// one buffer (small edits, none, a whole change) and of views and filters
+// in between gives, every time, the image a fresh Scaler computes.
+func TestScaleNearestReusesRows(t *testing.T) {
+	const w, h = 1440, 900
+	r := rand.New(rand.NewPCG(4, 2))
+	src := testimage.Desktop(w, h)
+	fit, _ := New(Size{w, h}, nil, 1280, 800, true)
+	crop, _ := New(Size{w, h}, &Rect{100, 50, 900, 700}, 640, 480, true)
+	s := Scaler{}
+	for i := range 40 {
+		tr := fit
+		switch {
+		case i%9 == 4:
+			tr = crop
+		case i%13 == 6:
+			s.Filter = Area
+		default:
+			s.Filter = Nearest
+		}
+		switch i % 5 {
+		case 1: // nothing changes
+		case 3:
+			copy(src.Pix, noisy(w, h, uint64(i)).Pix)
+		default:
+			x, y := r.IntN(w), r.IntN(h)
+			draw.Draw(src, image.Rect(x, y, x+1+r.IntN(150), y+1+r.IntN(40)), image.NewUniform(color.RGBA{uint8(i), 200, 9, 255}), image.Point{}, draw.Src)
+		}
+		got, err := s.Scale(src, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := Scaler{Filter: s.Filter, fresh: true}
+		want, _ := ref.Scale(src, tr)
+		if !bytes.Equal(got.Pix, want.Pix) {
+			t.Fatalf("frame %d (%v, %+v): differs from a fresh scaling", i, s.Filter, tr.Image)
+		}
+	}
 }

@@ -49,7 +49,7 @@ func OpenScreen(ctx context.Context, display string) (*Screen, error) {
 		c.Close()
 		return nil, fmt.Errorf("probe: %w", err)
 	}
-	var scaler scaling.Scaler
+	scaler := scaling.Scaler{Full: true} // the same frame every time: scale all of it
 	scaled, err := scaler.Scale(still, fit)
 	if err != nil {
 		c.Close()
