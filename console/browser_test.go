@@ -224,6 +224,10 @@ func TestConsoleInChromium(t *testing.T) {
 	if c := run(t, ctx, chromedp.Evaluate[string]("document.cookie")); c != "" {
 		t.Fatalf("the page's script can read the cookie: %q", c)
 	}
+	// Polled only once the page's document is there: a poll started while
+	// the sign-in's redirect still swaps the page's script context fails
+	// with "Cannot find context with specified id".
+	run(t, ctx, chromedp.WaitReady("#live"))
 	run(t, ctx, chromedp.Poll[bool](`Number(document.querySelector('#live').dataset.frames) >= 1`, chromedp.WithPollingTimeout(20*time.Second)))
 	if resp := run(t, ctx, chromedp.NavigateResponse(s.URL())); resp.Status != 403 {
 		t.Fatalf("the one-time URL a second time: HTTP %d", resp.Status)

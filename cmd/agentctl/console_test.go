@@ -80,3 +80,20 @@ func TestConsoleApprovalsThroughThePage(t *testing.T) {
 		t.Fatalf("%d approval_by notes naming the console:\n%s", n, data)
 	}
 }
+
+// --confirm asks before each computer action; the other modes are refused
+// before anything starts.
+func TestRunConfirmIsForComputerMode(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "test")
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	for _, mode := range []string{"code", "browser"} {
+		err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:1", "--mode", mode, "--confirm", "task"}, null, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--confirm is for --mode computer") {
+			t.Fatalf("--mode %s --confirm: %v", mode, err)
+		}
+	}
+}
