@@ -360,6 +360,14 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			return nil, x.fail(claimErr)
 		}
 		if opts.pause != nil && !opts.pause(newTurn(x, resp, append(slices.Clip(earlyCalls), calls...), final, x.attempted[attemptedBefore:])) {
+			if len(earlyCalls) > 0 {
+				// The ledger gets the complete response with the calls run
+				// early completed, as going on would have written: Resume
+				// continues inside it.
+				if err := save([]byte(resp.RawJSON()), PhaseAfterCall, earlyCalls[len(earlyCalls)-1].CallID(), done); err != nil {
+					return nil, x.fail(err)
+				}
+			}
 			return nil, x.fail(stopped(x, resp, calls))
 		}
 		if len(earlyCalls) == 0 && len(calls) == 0 && !x.ctl.pending() {
