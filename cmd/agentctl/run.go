@@ -56,13 +56,14 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	mode := fs.String("mode", "computer", "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code); browser: the browser toolset on the guest's Chromium (agentd --browser)")
 	resume := fs.String("resume", "", "continue the run whose record is this folder (runs/<id>) from its last checkpoint, on --guest")
 	stream := fs.Bool("stream", false, "read each response as a stream and print the model's text as it arrives")
+	eager := fs.Bool("eager", false, "with --stream: run each completed call while the response is still arriving (effects cannot be undone if the model's response then changes)")
 	reconcileFlag := fs.String("reconcile", "", "with --resume, when the run stopped during an action: done (its effects show on the desktop) or not-done (run it again); asked on the terminal when not given")
 	var budget budgetFlags
 	budget.register(fs)
 	var origins originList
 	fs.Var(&origins, "allow-origin", "with --mode browser: an origin the model may navigate to (scheme://host[:port]); repeat for more")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream] [--console] [--confirm] [--context-images N] [--context-bytes B] "task"
+		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream [--eager]] [--console] [--confirm] [--context-images N] [--context-bytes B] "task"
        agentctl run --guest ADDR|NAME --resume runs/<id> [--reconcile done|not-done]
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
@@ -142,6 +143,8 @@ it is never run again unless answered not-done.`)
 		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
 	case *mode != "computer" && *mode != "code" && *mode != "browser":
 		return fmt.Errorf("--mode %q: use computer, code or browser", *mode)
+	case *eager && !*stream:
+		return errors.New("--eager needs --stream: calls can only start early while a response streams")
 	case len(origins) > 0 && *mode != "browser":
 		return errors.New("--allow-origin is for --mode browser")
 	case *confirm && *mode != "computer":
@@ -260,6 +263,7 @@ it is never run again unless answered not-done.`)
 	budget.apply(&opts)
 	if *stream {
 		opts.Stream = streamText(stdout)
+		opts.Stream.Eager = *eager
 	}
 	var res *runner.RunResult
 	var runErr error

@@ -66,3 +66,47 @@ func TestRunStreamPrintsTextAsItArrives(t *testing.T) {
 		t.Fatalf("output:\n%q", o)
 	}
 }
+
+// --stream --eager runs a completed call while the response is still
+// arriving: the server holds the stream after the call until the desktop
+// received its action.
+func TestRunStreamEager(t *testing.T) {
+	var d *desktop
+	turn := respserver.Items(respserver.ComputerCall(`{"type":"keypress","keys":["a"]}`), respserver.Message("pressed", "commentary"))
+	turn.Stream.AfterItem = func(i int) error {
+		if i != 0 {
+			return nil
+		}
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			d.mu.Lock()
+			n := len(d.actions)
+			d.mu.Unlock()
+			if n > 0 {
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return errors.New("the call did not run while the stream was held")
+	}
+	srv, dd, dir := harness(t, turn, respserver.Final("all done"))
+	d = dd
+	var out, errOut bytes.Buffer
+	err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--record-dir", dir, "--stream", "--eager", "press a"}, devNull(t), &out, &errOut)
+	if err != nil {
+		t.Fatalf("%v\n%s%s", err, out.String(), errOut.String())
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --eager without --stream is refused with a clear error.
+func TestRunEagerNeedsStream(t *testing.T) {
+	_, _, dir := harness(t, respserver.Final("all done"))
+	var out, errOut bytes.Buffer
+	err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--record-dir", dir, "--eager", "look"}, devNull(t), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "--eager needs --stream") {
+		t.Fatalf("err %v", err)
+	}
+}
