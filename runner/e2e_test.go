@@ -4,9 +4,12 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -79,4 +82,141 @@ func TestServerToolFailureNothingReachesTheDesktop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// eagerDesktop starts agentd on a fresh Xvfb with an X event recorder and
+// returns a toolset on it whose real SDK client talks to a respserver
+// playing turns.
+func eagerDesktop(t *testing.T, turns ...respserver.Turn) (*runner.Toolset, *respserver.Server, *xrecorder.Recorder) {
+	t.Helper()
+	c, rec := eagerGuest(t)
+	ts, srv := eagerToolset(t, c, turns...)
+	return ts, srv, rec
+}
+
+// eagerToolset is a toolset on c whose real SDK client talks to a
+// respserver playing turns.
+func eagerToolset(t *testing.T, c *guest.Client, turns ...respserver.Turn) (*runner.Toolset, *respserver.Server) {
+	t.Helper()
+	srv, url := respserver.Start(turns...)
+	t.Cleanup(srv.Close)
+	return runner.New(openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0)), c), srv
+}
+
+// eagerGuest starts agentd on a fresh Xvfb with an X event recorder.
+func eagerGuest(t *testing.T) (*guest.Client, *xrecorder.Recorder) {
+	t.Helper()
+	bin := agentdtest.Binary(t)
+	x := xvfbtest.Start(t, 640, 400)
+	rec := xrecorder.Start(t, x.Display)
+	addrFile := filepath.Join(t.TempDir(), "addr")
+	cmd := exec.Command(bin, "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
+	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+e2eToken)
+	addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := guest.Dial(ctx, addr, e2eToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, rec
+}
+
+// TestEagerClickBeforeTheResponseEnds: with Eager, a completed click
+// reaches the real desktop while the response is still arriving: the
+// server holds the stream after the call's item until the X event
+// recorder has seen the click.
+func TestEagerClickBeforeTheResponseEnds(t *testing.T) {
+	var rec *xrecorder.Recorder
+	ready := make(chan struct{})
+	turn := respserver.Items(respserver.ComputerCall(`{"type":"click","x":320,"y":200,"button":"left"}`), respserver.Message("clicked", "commentary"))
+	turn.Stream.AfterItem = func(i int) error {
+		if i != 0 {
+			return nil
+		}
+		<-ready
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			for _, e := range rec.Events() {
+				if e.Kind == xrecorder.ButtonPress {
+					return nil
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return errors.New("the desktop saw no click while the stream was held")
+	}
+	ts, srv, r := eagerDesktop(t, respserver.Call(`{"type":"screenshot"}`), turn, respserver.Final("done"))
+	rec = r
+	rec.Clear()
+	close(ready)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := ts.Run(ctx, runner.RunOptions{Model: "m", Input: "click", Stream: &runner.Streaming{Eager: true}})
+	if err != nil || res.FinalMessage != "done" {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMeasureEagerStepLatency (AGENTD_MEASURE_EAGER=rounds) times one step
+// on a real desktop, with and without Eager: a scripted stream sends 3
+// computer calls 200 ms apart and ends 300 ms after the last. It reports the
+// medians of the time from the step's request to the last call's answer
+// (all actions done: the saving approaches the tail) and to the next
+// request (which needs the complete response: eager saves only the
+// execution it overlapped); it asserts nothing about time.
+func TestMeasureEagerStepLatency(t *testing.T) {
+	rounds, _ := strconv.Atoi(os.Getenv("AGENTD_MEASURE_EAGER"))
+	if rounds <= 0 {
+		t.Skip("requires AGENTD_MEASURE_EAGER=rounds")
+	}
+	c, _ := eagerGuest(t)
+	// with/without: request to the next request; *Acts: request to the
+	// last call's answer (its effects done).
+	var with, without, withActs, withoutActs []time.Duration
+	for k := range 2 * rounds {
+		step := respserver.Items(
+			respserver.ComputerCall(`{"type":"move","x":100,"y":100}`),
+			respserver.ComputerCall(`{"type":"move","x":200,"y":150}`),
+			respserver.ComputerCall(`{"type":"move","x":300,"y":200}`))
+		step.Stream = respserver.Streaming{ItemDelay: 200 * time.Millisecond, TailDelay: 300 * time.Millisecond}
+		ts, srv := eagerToolset(t, c, respserver.Call(`{"type":"screenshot"}`), step, respserver.Final("done"))
+		eager := k%2 == 0
+		var requests []time.Time
+		var lastShot time.Time
+		o := runner.RunOptions{Model: "m", Input: "move", Stream: &runner.Streaming{Eager: eager}}
+		o.OnEvent = func(ev runner.Event) {
+			switch {
+			case ev.Kind == runner.EventRequest:
+				requests = append(requests, ev.Time)
+			case ev.Kind == runner.EventScreenshot && ev.Step == 2:
+				lastShot = ev.Time
+			}
+		}
+		if _, err := ts.Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Err(); err != nil {
+			t.Fatal(err)
+		}
+		d, a := requests[2].Sub(requests[1]), lastShot.Sub(requests[1])
+		if eager {
+			with, withActs = append(with, d), append(withActs, a)
+		} else {
+			without, withoutActs = append(without, d), append(withoutActs, a)
+		}
+	}
+	median := func(ds []time.Duration) time.Duration {
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	mw, mo := median(with), median(without)
+	aw, ao := median(withActs), median(withoutActs)
+	t.Logf("median of %d (stream: 3 calls 200ms apart, tail 300ms): request to last action done: without eager %v, with eager %v (saving %v); request to next request: without %v, with %v (saving %v)",
+		rounds, ms(ao), ms(aw), ms(ao-aw), ms(mo), ms(mw), ms(mo-mw))
 }
