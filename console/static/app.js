@@ -191,9 +191,28 @@ function stepItem(run, st) {
     box.append(el('div', ap.answered ? (ap.approved ? 'ok' : 'bad') : 'muted', verdict));
     right.append(box);
   }
+  for (const tk of st.takeovers || []) right.append(takeoverItem(tk));
   if (st.final) right.append(el('div', 'final', st.final));
   li.append(left, right);
   return li;
+}
+
+// takeoverItem shows a person's take over: what of the call did not run,
+// and once handed back who did what (typed text by its length only).
+function takeoverItem(tk) {
+  const box = el('div', 'approval takeover');
+  box.append(el('div', '', `taken over by a person during call ${tk.call_id}` +
+    ((tk.not_run || []).length ? '; did not run: ' + tk.not_run.join(', ') : '')));
+  if (!tk.handed_back) {
+    box.append(el('div', 'muted', 'not handed back'));
+    return box;
+  }
+  const n = (tk.actions || []).length + (tk.more || 0);
+  box.append(el('div', '', `handed back by ${(tk.by || []).join(', ')} after ${n} action(s)` +
+    (n ? ': ' + tk.actions.join(', ') + (tk.more ? ` and ${tk.more} more` : '') : '') +
+    (tk.orphaned ? ' (their page went away while holding it)' : '')));
+  for (const note of tk.notes || []) box.append(el('div', 'final', note));
+  return box;
 }
 
 // marks draws a step's actions over its screenshot, in its image space.
