@@ -36,19 +36,9 @@ func TestServerToolFailureNothingReachesTheDesktop(t *testing.T) {
 	bin := agentdtest.Binary(t)
 	for _, status := range []string{"failed", "in_progress", "completed"} {
 		t.Run(status, func(t *testing.T) {
-			x := xvfbtest.Start(t, 640, 400)
-			rec := xrecorder.Start(t, x.Display)
-			addrFile := filepath.Join(t.TempDir(), "addr")
-			cmd := exec.Command(bin, "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
-			cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+e2eToken)
-			addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
+			c, rec := desktopGuest(t, bin)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := guest.Dial(ctx, addr, e2eToken)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
 
 			srv, url := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
 				respserver.Items(respserver.ComputerCall(`{"type":"click","x":320,"y":200}`, `{"type":"keypress","keys":["a"]}`),
@@ -89,7 +79,7 @@ func TestServerToolFailureNothingReachesTheDesktop(t *testing.T) {
 // playing turns.
 func eagerDesktop(t *testing.T, turns ...respserver.Turn) (*runner.Toolset, *respserver.Server, *xrecorder.Recorder) {
 	t.Helper()
-	c, rec := eagerGuest(t)
+	c, rec := desktopGuest(t, agentdtest.Binary(t))
 	ts, srv := eagerToolset(t, c, turns...)
 	return ts, srv, rec
 }
@@ -103,10 +93,10 @@ func eagerToolset(t *testing.T, c *guest.Client, turns ...respserver.Turn) (*run
 	return runner.New(openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0)), c), srv
 }
 
-// eagerGuest starts agentd on a fresh Xvfb with an X event recorder.
-func eagerGuest(t *testing.T) (*guest.Client, *xrecorder.Recorder) {
+// desktopGuest starts agentd (bin, from agentdtest.Binary) on a fresh Xvfb
+// with an X event recorder.
+func desktopGuest(t *testing.T, bin string) (*guest.Client, *xrecorder.Recorder) {
 	t.Helper()
-	bin := agentdtest.Binary(t)
 	x := xvfbtest.Start(t, 640, 400)
 	rec := xrecorder.Start(t, x.Display)
 	addrFile := filepath.Join(t.TempDir(), "addr")
@@ -174,7 +164,7 @@ func TestMeasureEagerStepLatency(t *testing.T) {
 	if rounds <= 0 {
 		t.Skip("requires AGENTD_MEASURE_EAGER=rounds")
 	}
-	c, _ := eagerGuest(t)
+	c, _ := desktopGuest(t, agentdtest.Binary(t))
 	// with/without: request to the next request; *Acts: request to the
 	// last call's answer (its effects done).
 	var with, without, withActs, withoutActs []time.Duration

@@ -5,19 +5,14 @@ package runner_test
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 )
@@ -34,19 +29,9 @@ func TestIterateStopReachesNoDesktop(t *testing.T) {
 		stop   bool
 	}{{"stop", nil, true}, {"stop/stream", &runner.Streaming{}, true}, {"go on", nil, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			x := xvfbtest.Start(t, 640, 400)
-			rec := xrecorder.Start(t, x.Display)
-			addrFile := filepath.Join(t.TempDir(), "addr")
-			cmd := exec.Command(bin, "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
-			cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+e2eToken)
-			addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
+			c, rec := desktopGuest(t, bin)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := guest.Dial(ctx, addr, e2eToken)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
 
 			srv, url := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
 				respserver.Call(`{"type":"click","x":320,"y":200}`, `{"type":"keypress","keys":["a"]}`),
@@ -67,7 +52,7 @@ func TestIterateStopReachesNoDesktop(t *testing.T) {
 					}
 				}
 			}
-			_, err = it.Result()
+			_, err := it.Result()
 			if err := srv.Err(); err != nil {
 				t.Fatal(err)
 			}
