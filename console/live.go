@@ -18,6 +18,25 @@ const (
 	liveWriteTimeout = 5 * time.Second
 )
 
+// acceptRelay accepts a page's websocket for a relay named name. The
+// relay's context ends when the request does or the console closes; Close
+// waits for done. A nil conn means the upgrade failed (logged).
+func (s *Server) acceptRelay(w http.ResponseWriter, r *http.Request, name string) (*websocket.Conn, context.Context, func()) {
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		s.cfg.Logf("console: %s: %v", name, err)
+		return nil, nil, nil
+	}
+	s.relays.Add(1)
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.live, cancel)
+	return conn, ctx, func() {
+		stop()
+		cancel()
+		s.relays.Done()
+	}
+}
+
 // serveLive relays agentd's watch frames to the page, each as one binary
 // message holding the PNG. The relay keeps only the newest frame: a page
 // that reads slowly skips frames instead of falling behind. The page
@@ -29,20 +48,15 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The Origin was checked by secure; the library checks it again.
-	conn, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		s.cfg.Logf("console: live: %v", err)
+	conn, ctx, done := s.acceptRelay(w, r, "live")
+	if conn == nil {
 		return
 	}
-	s.relays.Add(1)
-	defer s.relays.Done()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(s.live, cancel)
-	defer stop()
+	defer done()
 	// CloseRead ends ctx when the page goes away and closes the page's
 	// connection if it sends a data message.
-	ctx = conn.CloseRead(ctx)
+	ctx, cancel := context.WithCancel(conn.CloseRead(ctx))
+	defer cancel()
 
 	g := s.cfg.Guest
 	watcher, err := guest.Watch(ctx, g.Addr, g.Token, guest.WatchOptions{FPS: liveFPS, Width: liveWidth, Height: liveHeight})

@@ -53,17 +53,11 @@ func (s *Server) serveTakeover(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, "taking over must come from the console's own page")
 		return
 	}
-	conn, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		s.cfg.Logf("console: takeover: %v", err)
+	conn, ctx, done := s.acceptRelay(w, r, "takeover")
+	if conn == nil {
 		return
 	}
-	s.relays.Add(1)
-	defer s.relays.Done()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(s.live, cancel)
-	defer stop()
+	defer done()
 	conn.SetReadLimit(64 << 10)
 
 	g := s.cfg.Guest
