@@ -271,6 +271,11 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		s := &Step{x: x}
 		var pre responses.ResponseInputParam // outputs from before a resume
 		save := func(raw []byte, phase, callID string, outputs responses.ResponseInputParam) error {
+			if opts.Ledger == nil {
+				// Nothing keeps it: marshalling the outputs (a screenshot's
+				// base64 each) would be a copy per call for nothing.
+				return nil
+			}
 			cp := Checkpoint{Phase: phase, CallID: callID, Response: json.RawMessage(raw)}
 			for _, o := range append(slices.Clip(pre), outputs...) {
 				raw, err := json.Marshal(o)
