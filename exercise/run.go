@@ -177,11 +177,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	if err := drives(ctx, d.Addr, d.TokenFile, out, cfg, rep); err != nil {
 		return rep, err
 	}
-	records, note, err := results(ctx, files)
-	if err != nil {
-		return rep, err
-	}
-	if err := verify(records, note); err != nil {
+	if err := Verify(ctx, files); err != nil {
 		return rep, err
 	}
 	rep.Total = time.Since(start)
@@ -233,6 +229,19 @@ func startGuest(ctx context.Context, b backend.Backend, cfg RunConfig, out io.Wr
 			fmt.Fprintf(out, "warning: guest down: %v\n", err)
 		}
 	}, nil
+}
+
+// Verify reads the form's records and the saved note back from an
+// exercise guest and checks them: exactly one booking with the scripted
+// values, and the note saved byte for byte. A repeated submission or
+// repeated typing fails it, so it also checks that each was done once. A
+// mismatch is an error that says what differed.
+func Verify(ctx context.Context, files backend.FileReader) error {
+	records, note, err := results(ctx, files)
+	if err != nil {
+		return err
+	}
+	return verify(records, note)
 }
 
 // results reads the form's records and the saved note back from the guest.
