@@ -66,6 +66,11 @@ func TestCrashExercise(t *testing.T) {
 		// The submit click and its wait ran, the call's screenshot was not
 		// taken: uncertain, reconciled done, so not submitted again.
 		{"submit uncertain", "action:8", "done", "before_call"},
+		// Killed before the submit call: it never ran, and not-done runs it.
+		{"before the submit", "before_call:3", "not-done", "before_call"},
+		// The note typed and saved, the call's screenshot not taken:
+		// reconciled done, so not typed again.
+		{"note uncertain", "action:13", "done", "before_call"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

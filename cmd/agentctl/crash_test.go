@@ -244,3 +244,22 @@ func TestCrashTornCheckpointAndTwoProcesses(t *testing.T) {
 		t.Fatalf("a second process on the run: %v\n%s", err, out)
 	}
 }
+
+// A resume in another --view than the run's is refused before it acts: the
+// checkpoint's calls are in the image space the model saw.
+func TestCrashResumeOtherView(t *testing.T) {
+	r := newCrashRig(t)
+	srv, url := respserver.Start(crashScript()...)
+	defer srv.Close()
+	run := r.killed(url, "response:2", t.TempDir())
+	out, err := r.command(url, "", "--resume", run, "--view", "320x200").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the model saw 640x400 screenshots, but --view gives 320x200") {
+		t.Fatalf("resume in another view: %v\n%s", err, out)
+	}
+	r.rec.Sync(t)
+	for _, e := range r.rec.Events() {
+		if e.Kind == xrecorder.ButtonPress || e.Kind == xrecorder.KeyPress {
+			t.Fatalf("the refused resume acted: %+v", e)
+		}
+	}
+}
