@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -243,10 +244,25 @@ func resumeFrom(ctx context.Context, cp *Checkpoint, opts *RunOptions) (*session
 // there without asking the model again; an uncertain call is first put to
 // opts.Reconcile (ErrUncertain without it). Approvals are asked again for
 // every call that runs after the resume. See resumeFrom.
+//
+// Before the run goes on, Resume takes a screenshot through the driver:
+// the Driver contract maps a call's coordinates in the image space of the
+// last screenshot Run returned, and a driver new to the run (a new agentd
+// session) has returned none. A screenshot whose size is not the
+// checkpoint's image space is refused before anything acts: the model's
+// coordinates would land elsewhere.
 func (t *Toolset) Resume(ctx context.Context, cp *Checkpoint, opts RunOptions) (*RunResult, error) {
 	x, err := resumeFrom(ctx, cp, &opts)
 	if err != nil {
 		return nil, &RunError{Err: err}
+	}
+	shot, err := t.driver.Run(ctx, nil, computer.Hooks{})
+	if err != nil {
+		return nil, &RunError{Err: fmt.Errorf("screenshot before resuming: %w", err)}
+	}
+	if img := shot.Transform.Image; cp.ImageSpace != (scaling.Size{}) && img != cp.ImageSpace {
+		return nil, &RunError{Err: fmt.Errorf("the model saw %dx%d screenshots, but the driver's view gives %dx%d: resume in the run's view",
+			cp.ImageSpace.W, cp.ImageSpace.H, img.W, img.H)}
 	}
 	opts.resume = x
 	return t.Run(ctx, opts)

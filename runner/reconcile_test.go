@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/scaling"
 )
 
 // A response with two computer calls, the second carrying a safety check:
@@ -184,6 +186,33 @@ func TestResumeNeedsAReconciliation(t *testing.T) {
 	}
 	if len(d.Calls()) != calls {
 		t.Fatal("a refused resume touched the desktop")
+	}
+}
+
+// A resume whose driver's view is not the image space the model saw is
+// refused before anything acts: its coordinates would land elsewhere.
+func TestResumeInAnotherViewIsRefused(t *testing.T) {
+	ts, _, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
+	f, err := ledger.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	led := &crashLedger{f: f, crashAt: 6} // the second response, before its click
+	o := opts(CallOptions{})
+	o.Ledger = led
+	if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {
+		t.Fatalf("run: %v", err)
+	}
+	cp := led.last(t)
+	d.size = scaling.Size{W: 32, H: 20}
+	before := len(d.kinds())
+	_, err = ts.Resume(context.Background(), cp, opts(CallOptions{}))
+	if err == nil || !strings.Contains(err.Error(), "the model saw 64x40 screenshots, but the driver's view gives 32x20") {
+		t.Fatalf("resume: %v", err)
+	}
+	if got := d.kinds()[before:]; !slices.Equal(got, []string{"screenshot"}) {
+		t.Fatalf("the refused resume did %v, want only a screenshot", got)
 	}
 }
 

@@ -253,7 +253,7 @@ func TestCrashResumeOtherView(t *testing.T) {
 	defer srv.Close()
 	run := r.killed(url, "response:2", t.TempDir())
 	out, err := r.command(url, "", "--resume", run, "--view", "320x200").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "the model saw 640x400 screenshots, but --view gives 320x200") {
+	if err == nil || !strings.Contains(string(out), "the model saw 640x400 screenshots, but the driver's view gives 320x200") {
 		t.Fatalf("resume in another view: %v\n%s", err, out)
 	}
 	r.rec.Sync(t)

@@ -14,14 +14,12 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/console"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )
 
@@ -278,9 +276,6 @@ it is never run again unless answered not-done.`)
 		ts := runner.New(openai.NewClient(), conn)
 		defer ts.Close()
 		if cp != nil {
-			if err := lookBeforeResume(ctx, conn, cp); err != nil {
-				return err
-			}
 			res, runErr = ts.Resume(ctx, cp, opts)
 		} else {
 			res, runErr = ts.Run(ctx, opts)
@@ -296,22 +291,6 @@ it is never run again unless answered not-done.`)
 	}
 	fmt.Fprintf(stdout, "\ndone in %d steps, %s, tokens: %s\n\n%s\n\nrun record: %s\n",
 		res.Steps, res.Duration.Round(time.Millisecond), tokens(res.Usage), runner.Printable(res.FinalMessage), dir)
-	return nil
-}
-
-// lookBeforeResume takes a screenshot in the view before a resumed run
-// acts: a new agentd session maps coordinates in the screen's own space
-// until its first screenshot in a view, and the checkpoint's calls are in
-// the image space the model saw, which must be this view's.
-func lookBeforeResume(ctx context.Context, conn runner.Driver, cp *runner.Checkpoint) error {
-	shot, err := conn.Run(ctx, nil, computer.Hooks{})
-	if err != nil {
-		return fmt.Errorf("--resume: screenshot before resuming: %w", err)
-	}
-	if img := shot.Transform.Image; cp.ImageSpace != (scaling.Size{}) && img != cp.ImageSpace {
-		return fmt.Errorf("--resume: the model saw %dx%d screenshots, but --view gives %dx%d: resume with the run's --view",
-			cp.ImageSpace.W, cp.ImageSpace.H, img.W, img.H)
-	}
 	return nil
 }
 
