@@ -2,17 +2,16 @@ package bench
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/internal/bareloop"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/wire"
@@ -137,50 +136,21 @@ func (b *sizeBench) measureBareLoop(ctx context.Context) (Figure, error) {
 	defer srv.Close()
 	api := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("bench"), option.WithMaxRetries(0))
 	d := &timedDriver{Driver: b.client}
-	params := responses.ResponseNewParams{Model: "bench",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("move the mouse")},
-		Tools: []responses.ToolUnionParam{{OfComputer: &responses.ComputerToolParam{}}}}
 	var (
 		stepStart time.Time
 		walls     []time.Duration
 		driver    []time.Duration
 	)
-	for {
+	err := bareloop.Run(ctx, api, d, "bench", "move the mouse", func() {
 		now := time.Now()
 		if !stepStart.IsZero() {
 			walls = append(walls, now.Sub(stepStart))
 			driver = append(driver, d.take())
 		}
 		stepStart = now
-		resp, err := api.Responses.New(ctx, params)
-		if err != nil {
-			return Figure{}, fmt.Errorf("bare loop: %w", err)
-		}
-		var call *responses.ResponseComputerToolCall
-		for _, it := range resp.Output {
-			if it.Type == "computer_call" {
-				c := it.AsComputerCall()
-				call = &c
-			}
-		}
-		if call == nil {
-			break
-		}
-		as, err := actions.DecodeList([]byte(call.JSON.Actions.Raw()))
-		if err != nil {
-			return Figure{}, fmt.Errorf("bare loop: %w", err)
-		}
-		shot, err := d.Run(ctx, as, computer.Hooks{})
-		if err != nil {
-			return Figure{}, fmt.Errorf("bare loop: %w", err)
-		}
-		out := responses.ResponseComputerToolCallOutputScreenshotParam{
-			ImageURL: openai.String("data:image/png;base64," + base64.StdEncoding.EncodeToString(shot.PNG)),
-		}
-		out.SetExtraFields(map[string]any{"detail": "original"})
-		params.PreviousResponseID = openai.String(resp.ID)
-		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{{
-			OfComputerCallOutput: &responses.ResponseInputItemComputerCallOutputParam{CallID: call.CallID, Output: out}}}}
+	})
+	if err != nil {
+		return Figure{}, err
 	}
 	if err := srv.Err(); err != nil {
 		return Figure{}, fmt.Errorf("bare loop: %w", err)

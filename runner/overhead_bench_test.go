@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"image"
 	"image/color"
@@ -13,10 +12,10 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/internal/bareloop"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/scaling"
 )
@@ -133,40 +132,9 @@ func BenchmarkBareLoopStep(b *testing.B) {
 	for b.Loop() {
 		srv, url := respserver.Start(turns...)
 		api := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey(testKey), option.WithMaxRetries(0))
-		params := responses.ResponseNewParams{Model: "bench",
-			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("move the mouse")},
-			Tools: []responses.ToolUnionParam{{OfComputer: &responses.ComputerToolParam{}}}}
 		start := time.Now()
-		for {
-			resp, err := api.Responses.New(ctx, params)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var call *responses.ResponseComputerToolCall
-			for _, it := range resp.Output {
-				if it.Type == "computer_call" {
-					c := it.AsComputerCall()
-					call = &c
-				}
-			}
-			if call == nil {
-				break
-			}
-			as, err := actions.DecodeList([]byte(call.JSON.Actions.Raw()))
-			if err != nil {
-				b.Fatal(err)
-			}
-			shot, err := d.Run(ctx, as, computer.Hooks{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			out := responses.ResponseComputerToolCallOutputScreenshotParam{
-				ImageURL: openai.String("data:image/png;base64," + base64.StdEncoding.EncodeToString(shot.PNG)),
-			}
-			out.SetExtraFields(map[string]any{"detail": "original"})
-			params.PreviousResponseID = openai.String(resp.ID)
-			params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{{
-				OfComputerCallOutput: &responses.ResponseInputItemComputerCallOutputParam{CallID: call.CallID, Output: out}}}}
+		if err := bareloop.Run(ctx, api, d, "bench", "move the mouse", nil); err != nil {
+			b.Fatal(err)
 		}
 		wall += time.Since(start)
 		srvTime += served(srv)
