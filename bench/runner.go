@@ -49,21 +49,6 @@ func (d *timedDriver) take() time.Duration {
 	return t
 }
 
-// runnerTurns is the scripted model of the runner figure and its peer:
-// a screenshot, runnerSteps calls of three mouse moves, a final message.
-func runnerTurns() []respserver.Turn {
-	turns := []respserver.Turn{respserver.Call(`{"type":"screenshot"}`)}
-	for i := range runnerSteps {
-		// Wrapped so every point stays inside the smallest bench screen (800×600).
-		x, y := 100+(i*7)%400, 100+(i*5)%300
-		turns = append(turns, respserver.Call(
-			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x, y),
-			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+20, y+10),
-			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+40, y+20)))
-	}
-	return append(turns, respserver.Final("done"))
-}
-
 // measureRunner times the runner's own cost per step: a scripted model
 // (respserver, through the real SDK) asks for runnerSteps calls of three
 // mouse moves, the screen fitted into 1280×800; each step's wall time (one
@@ -76,7 +61,7 @@ func runnerTurns() []respserver.Turn {
 func (b *sizeBench) measureRunner(ctx context.Context) ([]Figure, error) {
 	b.client.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
 	defer b.client.SetView(nativeView)
-	turns := runnerTurns()
+	turns := bareloop.Turns(runnerSteps)
 	srv, url := respserver.Start(turns...)
 	defer srv.Close()
 
@@ -132,7 +117,7 @@ func stepOverhead(srv *respserver.Server, walls, driver []time.Duration) []time.
 // bare openai-go loop (no validation, approvals, events or scaling checks
 // of its own), timed the same way.
 func (b *sizeBench) measureBareLoop(ctx context.Context) (Figure, error) {
-	srv, url := respserver.Start(runnerTurns()...)
+	srv, url := respserver.Start(bareloop.Turns(runnerSteps)...)
 	defer srv.Close()
 	api := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("bench"), option.WithMaxRetries(0))
 	d := &timedDriver{Driver: b.client}

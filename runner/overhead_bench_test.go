@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -66,19 +65,6 @@ func newShotDriver(b *testing.B) shotDriver {
 	return shotDriver{png: buf.Bytes(), size: scaling.Size{W: w, H: h}}
 }
 
-// benchTurns: a screenshot, benchSteps calls of three moves, a final message.
-func benchTurns() []respserver.Turn {
-	turns := []respserver.Turn{respserver.Call(`{"type":"screenshot"}`)}
-	for i := range benchSteps {
-		x, y := 100+(i*7)%400, 100+(i*5)%300
-		turns = append(turns, respserver.Call(
-			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x, y),
-			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+20, y+10),
-			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+40, y+20)))
-	}
-	return append(turns, respserver.Final("done"))
-}
-
 // reportPerStep reports the loop's own time per step: wall time minus the
 // model server's.
 func reportPerStep(b *testing.B, wall, served time.Duration, steps int) {
@@ -99,7 +85,7 @@ func served(srv *respserver.Server) time.Duration {
 // bare openai-go loop (go test -run - -bench Step ./runner/).
 func BenchmarkRunnerStep(b *testing.B) {
 	d := newShotDriver(b)
-	turns := benchTurns()
+	turns := bareloop.Turns(benchSteps)
 	var wall, srvTime time.Duration
 	for b.Loop() {
 		srv, url := respserver.Start(turns...)
@@ -126,7 +112,7 @@ func BenchmarkRunnerStep(b *testing.B) {
 // run them, send the screenshot back.
 func BenchmarkBareLoopStep(b *testing.B) {
 	d := newShotDriver(b)
-	turns := benchTurns()
+	turns := bareloop.Turns(benchSteps)
 	ctx := context.Background()
 	var wall, srvTime time.Duration
 	for b.Loop() {

@@ -16,7 +16,23 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/respserver"
 )
+
+// Turns is the scripted model both measure with: a screenshot, steps calls
+// of three mouse moves, a final message. The points wrap so every one stays
+// inside the smallest bench screen (800×600).
+func Turns(steps int) []respserver.Turn {
+	turns := []respserver.Turn{respserver.Call(`{"type":"screenshot"}`)}
+	for i := range steps {
+		x, y := 100+(i*7)%400, 100+(i*5)%300
+		turns = append(turns, respserver.Call(
+			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x, y),
+			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+20, y+10),
+			fmt.Sprintf(`{"type":"move","x":%d,"y":%d}`, x+40, y+20)))
+	}
+	return append(turns, respserver.Final("done"))
+}
 
 // Run drives task through api and d until a response has no computer
 // call. beforeRequest, if set, is called just before each request (the
