@@ -18,20 +18,22 @@ type Overseen interface {
 	AwaitHandback(ctx context.Context) (Handback, error)
 }
 
-// Handback is what people did while they held the desktop.
+// Handback is what people did while they held the desktop (the JSON is the
+// run record's, where it is part of a take over event).
 type Handback struct {
 	// Leases counts the take overs it covers (0: none since the last
 	// AwaitHandback).
-	Leases int
+	Leases int `json:"leases,omitempty"`
 	// By names who held the desktop.
-	By []string
+	By []string `json:"by,omitempty"`
 	// Actions summarise what they did, in screen pixels, typed text by its
 	// length only; More counts the actions left out.
-	Actions []string
-	More    int
+	Actions []string `json:"actions,omitempty"`
+	More    int      `json:"more,omitempty"`
 	// Notes are what they wrote for the model when they handed back.
-	Notes []string
+	Notes []string `json:"notes,omitempty"`
 	// Orphaned: a person's connection went away while holding the desktop.
-	Orphaned        bool
-	Taken, Returned time.Time
+	Orphaned bool      `json:"orphaned,omitempty"`
+	Taken    time.Time `json:"taken,omitzero"`
+	Returned time.Time `json:"returned,omitzero"`
 }

@@ -32,17 +32,10 @@ type TakeoverEvent struct {
 	// counts those that had run before the refusal.
 	NotRun []string `json:"not_run,omitempty"`
 	Ran    int      `json:"ran"`
-	// The rest is set when handed back: who held the desktop, what they
-	// did (in screen pixels; More counts the actions left out), their
-	// notes for the model, and whether a person's connection went away
-	// while holding it.
-	By       []string  `json:"by,omitempty"`
-	Actions  []string  `json:"actions,omitempty"`
-	More     int       `json:"more,omitempty"`
-	Notes    []string  `json:"notes,omitempty"`
-	Orphaned bool      `json:"orphaned,omitempty"`
-	Taken    time.Time `json:"taken,omitzero"`
-	Returned time.Time `json:"returned,omitzero"`
+	// Handback is set when handed back: who held the desktop, what they
+	// did (in screen pixels), their notes for the model, and whether a
+	// person's connection went away while holding it.
+	computer.Handback
 }
 
 // takenOver answers a call that a person's take over stopped (the driver
@@ -80,8 +73,7 @@ func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []act
 			return nil, fmt.Errorf("call %s: the screenshot after the hand back: %w", p.callID, withCtx(ctx, err))
 		}
 		back := *ev
-		back.Phase, back.By, back.Actions, back.More, back.Notes = TakeoverHandedBack, all.By, all.Actions, all.More, all.Notes
-		back.Orphaned, back.Taken, back.Returned = all.Orphaned, all.Taken, all.Returned
+		back.Phase, back.Handback = TakeoverHandedBack, all
 		s.Event(Event{Kind: EventTakeover, CallID: p.callID, Takeover: &back})
 		c.image = shot.Transform.Image
 		s.Event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(start)),
