@@ -34,8 +34,7 @@ func (c *Client) AwaitHandback(ctx context.Context) (computer.Handback, error) {
 	if hb == nil {
 		return computer.Handback{}, errors.New("guest: agentd answered the wait for the hand back without one")
 	}
-	return computer.Handback{Leases: hb.Leases, By: hb.By, Actions: hb.Actions, More: hb.More, Notes: hb.Notes,
-		Orphaned: hb.Orphaned, Taken: hb.Taken, Returned: hb.Returned}, nil
+	return *hb, nil
 }
 
 // Operator is a connection in agentd's operator role: a person who takes

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/computer"
 )
 
 // The operator role: a person driving the desktop in place of the model
@@ -89,21 +90,7 @@ type OperatorReply struct {
 }
 
 // Handback is what people did while they held the desktop, from one or
-// more leases, oldest first.
-type Handback struct {
-	// Leases counts the leases it covers.
-	Leases int `json:"leases"`
-	// By names who held them, without repeats.
-	By []string `json:"by,omitempty"`
-	// Actions summarise the actions, in screen pixels
-	// (actions.Action.String: typed text by its length only); More counts
-	// those past MaxHandbackActions.
-	Actions []string `json:"actions,omitempty"`
-	More    int      `json:"more,omitempty"`
-	// Notes are the hand backs' notes, in order, empty ones left out.
-	Notes []string `json:"notes,omitempty"`
-	// Orphaned: an operator went away while holding a lease.
-	Orphaned bool      `json:"orphaned,omitempty"`
-	Taken    time.Time `json:"taken"`
-	Returned time.Time `json:"returned"`
-}
+// more leases, oldest first: the driver contract's own type (actions in
+// screen pixels, typed text by its length only; More counts those past
+// MaxHandbackActions).
+type Handback = computer.Handback
