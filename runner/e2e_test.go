@@ -126,16 +126,13 @@ func TestEagerClickBeforeTheResponseEnds(t *testing.T) {
 			return nil
 		}
 		<-ready
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			for _, e := range rec.Events() {
-				if e.Kind == xrecorder.ButtonPress {
-					return nil
-				}
-			}
-			time.Sleep(10 * time.Millisecond)
+		pressed := func(evs []xrecorder.Event) bool {
+			return slices.ContainsFunc(evs, func(e xrecorder.Event) bool { return e.Kind == xrecorder.ButtonPress })
 		}
-		return errors.New("the desktop saw no click while the stream was held")
+		if _, ok := rec.Await(pressed, 20*time.Second); !ok {
+			return errors.New("the desktop saw no click while the stream was held")
+		}
+		return nil
 	}
 	ts, srv, r := eagerDesktop(t, respserver.Call(`{"type":"screenshot"}`), turn, respserver.Final("done"))
 	rec = r

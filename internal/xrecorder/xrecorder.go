@@ -391,14 +391,16 @@ func (r *Recorder) WaitFor(tb testing.TB, pred func(Event) bool, timeout time.Du
 // far, and returns them. It fails tb on timeout, listing the events.
 func (r *Recorder) WaitUntil(tb testing.TB, cond func([]Event) bool, timeout time.Duration) []Event {
 	tb.Helper()
-	evs, ok := r.waitUntil(cond, timeout)
+	evs, ok := r.Await(cond, timeout)
 	if !ok {
 		tb.Fatalf("xrecorder: condition not met within %v; %d events: %v", timeout, len(evs), evs)
 	}
 	return evs
 }
 
-func (r *Recorder) waitUntil(cond func([]Event) bool, timeout time.Duration) ([]Event, bool) {
+// Await is WaitUntil for code that cannot fail a test (a server's hook on
+// another goroutine): it reports whether cond held within timeout.
+func (r *Recorder) Await(cond func([]Event) bool, timeout time.Duration) ([]Event, bool) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
@@ -421,7 +423,7 @@ func (r *Recorder) waitUntil(cond func([]Event) bool, timeout time.Duration) ([]
 // texts if it is not within timeout (or typing went past it).
 func (r *Recorder) WaitTyped(tb testing.TB, want string, timeout time.Duration) {
 	tb.Helper()
-	evs, ok := r.waitUntil(func(evs []Event) bool { return len(Typed(evs)) >= len(want) }, timeout)
+	evs, ok := r.Await(func(evs []Event) bool { return len(Typed(evs)) >= len(want) }, timeout)
 	if got := Typed(evs); !ok || got != want {
 		tb.Fatalf("xrecorder: typed %q, want %q", got, want)
 	}
