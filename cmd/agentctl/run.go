@@ -139,8 +139,6 @@ it is never run again unless answered not-done.`)
 		return errors.New(`the task is required: agentctl run --guest ADDR "task"`)
 	case *maxSteps < 1:
 		return fmt.Errorf("--max-steps is %d; it must be at least 1", *maxSteps)
-	case os.Getenv("OPENAI_API_KEY") == "":
-		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
 	case *mode != "computer" && *mode != "code" && *mode != "browser":
 		return fmt.Errorf("--mode %q: use computer, code or browser", *mode)
 	case *eager && !*stream:
@@ -149,6 +147,9 @@ it is never run again unless answered not-done.`)
 		return errors.New("--allow-origin is for --mode browser")
 	case *confirm && *mode != "computer":
 		return errors.New("--confirm is for --mode computer (the browser mode asks before each navigation anyway)")
+	// The command line first, then the environment.
+	case os.Getenv("OPENAI_API_KEY") == "":
+		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
 	}
 	fresh, err := backend.Get(g.addr)
 	if err != nil && *network {
