@@ -2,11 +2,14 @@ package agentd
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
+	"time"
 )
 
 // TokenEnv is the environment variable that may carry the token instead of a file.
@@ -55,6 +58,10 @@ func checkToken(tok []byte, from string) ([]byte, error) {
 // CheckListenAddr refuses addresses agentd must not listen on: every TCP
 // listener needs a token, and a wildcard address would expose the keyboard
 // on every interface; a container's own interface must be named explicitly.
+// The host is parsed, not compared as a string, so every spelling of an
+// unspecified address ("[::0]", "[0:0:0:0:0:0:0:0]", "[::ffff:0.0.0.0]", a
+// zone on any of them) is refused; the only name accepted is "localhost",
+// and only when every address it resolves to is loopback.
 func CheckListenAddr(addr string, haveToken bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -63,14 +70,35 @@ func CheckListenAddr(addr string, haveToken bool) error {
 	if !haveToken {
 		return errors.New("refusing to listen without a token")
 	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
+	if host == "" {
 		return fmt.Errorf("refusing to listen on all interfaces (%q): name loopback or the container's own address", addr)
 	}
 	if host == "localhost" {
-		return nil
+		return checkLocalhost(addr)
 	}
-	if ip := net.ParseIP(host); ip == nil {
-		return fmt.Errorf("listen address %q: host must be an IP address", addr)
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("listen address %q: host must be an IP address or localhost", addr)
+	}
+	if ip.WithZone("").Unmap().IsUnspecified() {
+		return fmt.Errorf("refusing to listen on all interfaces (%q is the unspecified address): name loopback or the container's own address", addr)
+	}
+	return nil
+}
+
+// checkLocalhost resolves localhost as net.Listen will and refuses it
+// unless every address is loopback (a hosts file could say otherwise).
+func checkLocalhost(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", "localhost")
+	if err != nil {
+		return fmt.Errorf("listen address %q: resolve localhost: %w", addr, err)
+	}
+	for _, ip := range ips {
+		if !ip.WithZone("").Unmap().IsLoopback() {
+			return fmt.Errorf("refusing to listen on %q: localhost resolves to %s, which is not loopback", addr, ip)
+		}
 	}
 	return nil
 }

@@ -68,7 +68,26 @@ func TestCheckListenAddr(t *testing.T) {
 		{":7010", true, "all interfaces"},
 		{"0.0.0.0:7010", true, "all interfaces"},
 		{"[::]:7010", true, "all interfaces"},
+		// Other spellings of the unspecified address bind every interface
+		// too: parsed, not compared as strings.
+		{"[::0]:7010", true, "all interfaces"},
+		{"[0::]:7010", true, "all interfaces"},
+		{"[0::0]:7010", true, "all interfaces"},
+		{"[0:0:0:0:0:0:0:0]:7010", true, "all interfaces"},
+		{"[0000:0000:0000:0000:0000:0000:0000:0000]:7010", true, "all interfaces"},
+		{"[::ffff:0.0.0.0]:7010", true, "all interfaces"},
+		{"[::ffff:0:0]:7010", true, "all interfaces"},
+		{"[::%lo]:7010", true, "all interfaces"},
+		{"[::ffff:0.0.0.0%eth0]:7010", true, "all interfaces"},
+		// Names and the short forms inet_aton reads as 0.0.0.0: not IP
+		// addresses.
+		{"0:7010", true, "IP address"},
+		{"0.0:7010", true, "IP address"},
+		{"0x0:7010", true, "IP address"},
+		{"000.000.000.000:7010", true, "IP address"},
 		{"example.org:7010", true, "IP address"},
+		{"[::ffff:127.0.0.1]:7010", true, ""},
+		{"[fe80::1%lo]:7010", true, ""},
 		{"7010", true, "missing port"},
 	}
 	for _, c := range cases {

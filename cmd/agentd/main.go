@@ -28,6 +28,11 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "app" {
+		// It returns only when it could not exec the application.
+		fmt.Fprintln(os.Stderr, "agentd:", runApp(os.Args[2:]))
+		os.Exit(1)
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		os.Exit(1)
@@ -47,11 +52,15 @@ func run() error {
 	codeDir := flag.String("code-dir", "", "where --code makes each session's private directory (default: the temporary directory)")
 	withBrowser := flag.Bool("browser", false, "also start Chromium on the display and serve the browser toolset's calls")
 	browserUser := flag.String("browser-user", "", "the user Chromium runs as (required when agentd runs as root; default: agentd's own)")
+	idleTimeout := flag.Duration("idle-timeout", 60*time.Second, "close a connection idle this long between requests, or slower than this (at most 10s) to send a request's header; websocket sessions are not affected")
 	flag.Parse()
 
 	logger := log.New(os.Stderr, "agentd: ", log.LstdFlags|log.Lmicroseconds)
 	if *display == "" {
 		return errors.New("no display: pass --display or set DISPLAY")
+	}
+	if *idleTimeout <= 0 {
+		return errors.New("--idle-timeout must be positive")
 	}
 	if *listen == "" && *socket == "" {
 		return errors.New("nothing to listen on: pass --listen and/or --socket")
@@ -149,7 +158,15 @@ func run() error {
 		logger.Printf("listening on unix:%s", *socket)
 	}
 
-	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	// Without an idle timeout a keep-alive connection that sends nothing
+	// more is kept for good, a file descriptor each. A websocket session is
+	// a hijacked connection: neither timeout applies to it.
+	httpSrv := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: min(*idleTimeout, 10*time.Second),
+		IdleTimeout:       *idleTimeout,
+		ErrorLog:          logger,
+	}
 	errc := make(chan error, len(listeners))
 	for _, ln := range listeners {
 		go func(ln net.Listener) { errc <- httpSrv.Serve(ln) }(ln)

@@ -60,6 +60,14 @@ func TestRefusedConfigurations(t *testing.T) {
 	}{
 		{"all interfaces", []string{"--listen", "0.0.0.0:0", "--token-file", good}, "refusing to listen on all interfaces"},
 		{"all interfaces, v6", []string{"--listen", "[::]:7010", "--token-file", good}, "refusing to listen on all interfaces"},
+		{"all interfaces, ::0", []string{"--listen", "[::0]:7010", "--token-file", good}, "refusing to listen on all interfaces"},
+		{"all interfaces, 0::", []string{"--listen", "[0::]:7010", "--token-file", good}, "refusing to listen on all interfaces"},
+		{"all interfaces, eight zeros", []string{"--listen", "[0:0:0:0:0:0:0:0]:7010", "--token-file", good}, "refusing to listen on all interfaces"},
+		{"all interfaces, v4-mapped", []string{"--listen", "[::ffff:0.0.0.0]:7010", "--token-file", good}, "refusing to listen on all interfaces"},
+		{"all interfaces, with a zone", []string{"--listen", "[::%lo]:7010", "--token-file", good}, "refusing to listen on all interfaces"},
+		{"all interfaces, empty host", []string{"--listen", ":7010", "--token-file", good}, "refusing to listen on all interfaces"},
+		{"all interfaces, inet_aton's 0", []string{"--listen", "0:7010", "--token-file", good}, "host must be an IP address"},
+		{"a host name", []string{"--listen", "example.org:7010", "--token-file", good}, "host must be an IP address"},
 		{"non-loopback without a token", []string{"--listen", "10.1.2.3:7010"}, "no token"},
 		{"token file readable by others", []string{"--token-file", writeToken(t, testToken, 0o644)}, "readable by group or others"},
 		{"token file readable by group", []string{"--token-file", writeToken(t, testToken, 0o640)}, "chmod 600"},
@@ -92,11 +100,11 @@ type daemon struct {
 	exited chan struct{}
 }
 
-func startAgentd(t *testing.T, bin, display, tokenFile string) *daemon {
+func startAgentd(t *testing.T, bin, display, tokenFile string, extra ...string) *daemon {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	d := &daemon{stderr: &agentdtest.SyncBuffer{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(bin, "--display", display, "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--addr-file", addrFile)
+	d.cmd = exec.Command(bin, append([]string{"--display", display, "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--addr-file", addrFile}, extra...)...)
 	d.cmd.Env = envWithout()
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {
