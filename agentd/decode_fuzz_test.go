@@ -14,6 +14,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	for _, seed := range []string{
 		`{"id":1,"op":"batch","actions":[{"type":"click","x":1,"y":2,"button":"right","keys":["ctrl"]}]}`,
 		`{"id":2,"op":"action","action":{"type":"type","text":"Zoë"}}`,
+		`{"id":10,"op":"action","actions":[{"type":"move","x":1,"y":1},{"type":"wait"}]}`,
 		`{"id":3,"op":"screenshot","view":{"crop":{"x":1,"y":2,"width":3,"height":4},"width":5,"height":6,"fit":true}}`,
 		`{"id":4,"op":"cancel","target":3}`,
 		`{"id":5,"op":"release_all"}`,

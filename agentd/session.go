@@ -186,10 +186,16 @@ func decodeRequest(data []byte) (request, error) {
 		}
 		req.actions, req.gate = raw.Actions, raw.Gate
 	case wire.OpAction:
-		if raw.Action == nil {
-			return req, errors.New(`action request has no "action"`)
+		switch {
+		case raw.Action != nil && len(raw.Actions) > 0:
+			return req, errors.New(`action request has both "action" and "actions"`)
+		case raw.Action != nil:
+			req.actions = []actions.Action{*raw.Action}
+		case len(raw.Actions) > 0:
+			req.actions = raw.Actions
+		default:
+			return req, errors.New(`action request has no "action" or "actions"`)
 		}
-		req.actions = []actions.Action{*raw.Action}
 	case wire.OpBrowser:
 		if raw.Browser == nil || raw.Browser.Member == "" {
 			return req, errors.New(`browser request has no "browser" call with a member`)

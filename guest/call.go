@@ -3,6 +3,7 @@ package guest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,6 +83,24 @@ func (c *Client) Do(ctx context.Context, a actions.Action) (wire.ActionResult, e
 		return wire.ActionResult{}, fmt.Errorf("guest: agentd answered %d results for one action", len(rep.Results))
 	}
 	return rep.Results[0], nil
+}
+
+// DoAll performs the actions in order, stopping at the first failure, with
+// no screenshot. agentd checks all of them before running any, so a bad
+// action anywhere means none runs; an error's FailedIndex is the index in as.
+func (c *Client) DoAll(ctx context.Context, as []actions.Action) ([]wire.ActionResult, error) {
+	rep, _, err := c.call(ctx, wire.Request{Op: wire.OpAction, Actions: as}, nil)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return e.Results, err
+		}
+		return nil, err
+	}
+	if len(rep.Results) != len(as) {
+		return rep.Results, fmt.Errorf("guest: agentd answered %d results for %d actions", len(rep.Results), len(as))
+	}
+	return rep.Results, nil
 }
 
 func firstResult(err error) wire.ActionResult {

@@ -36,7 +36,7 @@ const Version = 1
 const (
 	OpBatch      = "batch"       // run Actions in order, then take a screenshot
 	OpGo         = "go"          // let request Target run its step Index (a gated batch)
-	OpAction     = "action"      // run one Action, no screenshot
+	OpAction     = "action"      // run one Action (or Actions, all checked first, then in order), no screenshot
 	OpScreenshot = "screenshot"  // set the view (optional) and return a screenshot
 	OpReleaseAll = "release_all" // release every key and button agentd may hold
 	OpCancel     = "cancel"      // cancel request Target

@@ -77,15 +77,9 @@ func runAct(ctx context.Context, args []string) error {
 			}
 		}
 	} else {
-		for _, a := range as {
-			r, err := c.Do(ctx, a)
-			r.Index = len(out.Results)
-			out.Results = append(out.Results, r)
-			if err != nil {
-				runErr = err
-				break
-			}
-		}
+		// One request either way: agentd checks the whole array before
+		// any of it runs, and indexes a failure within the array.
+		out.Results, runErr = c.DoAll(ctx, as)
 	}
 	var ge *guest.Error
 	if errors.As(runErr, &ge) {
