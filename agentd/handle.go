@@ -43,8 +43,13 @@ func (s *session) handle(sessCtx context.Context, req request) {
 	}()
 
 	switch req.op {
-	case wire.OpScreenshot, wire.OpExec, wire.OpBrowser:
+	case wire.OpScreenshot:
 		// Batches and actions are refused action by action (runActions).
+		if s.srv.lease.blocks(s) {
+			s.replyError(sessCtx, req.id, wire.CodeTakenOver, takenOver(req.op), -1)
+			return
+		}
+	case wire.OpExec, wire.OpBrowser:
 		if s.srv.lease.isHeld() {
 			s.replyError(sessCtx, req.id, wire.CodeTakenOver, takenOver(req.op), -1)
 			return
@@ -52,7 +57,7 @@ func (s *session) handle(sessCtx context.Context, req request) {
 	}
 	switch req.op {
 	case wire.OpAwaitHandback:
-		hb, err := s.srv.lease.await(ctx)
+		hb, err := s.srv.lease.await(ctx, s)
 		if err != nil {
 			s.replyError(sessCtx, req.id, wire.CodeCancelled, s.stopError(sessCtx, err, -1, "waiting for the hand back, step").Message, -1)
 			return
@@ -175,12 +180,13 @@ func (s *session) runActions(sessCtx, ctx context.Context, req request) {
 }
 
 // modelInput performs a controller's action unless a person holds the
-// desktop (ok false: nothing ran). The check and the action hold inputMu
+// desktop or handed it back and the session has not collected the hand
+// back yet (ok false: nothing ran). The check and the action hold inputMu
 // together, so a take over waits for the action and none starts after it.
 func (s *session) modelInput(ctx context.Context, a actions.Action) (executor.Result, bool, error) {
 	s.srv.inputMu.Lock()
 	defer s.srv.inputMu.Unlock()
-	if s.srv.lease.isHeld() {
+	if s.srv.lease.blocks(s) {
 		return executor.Result{}, false, nil
 	}
 	res, err := s.srv.cfg.Exec.Do(ctx, a)

@@ -32,8 +32,14 @@ type lease struct {
 	// returned is closed when the lease in force ends; a new one is made
 	// at each take.
 	returned chan struct{}
-	// pending gathers the hand backs the controller has not been told of.
-	pending *wire.Handback
+	// controller is the controller session being served (nil between
+	// sessions); sess is the one during which the lease in force was taken.
+	// A hand back belongs to that session alone: pending gathers those it
+	// has not collected, and is dropped when it ends (hand backs of a
+	// person never reach another run's model).
+	controller *session
+	sess       *session
+	pending    *wire.Handback
 }
 
 // operator is one operator connection; its address is its identity (a
@@ -60,24 +66,60 @@ func (l *lease) isHeld() bool {
 	return l.held
 }
 
+// blocks reports whether the controller session s may not act on the
+// desktop: a person holds it, or handed it back and s has not collected
+// that hand back yet (what s last saw of the desktop is out of date).
+func (l *lease) blocks(s *session) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held || (l.pending != nil && l.controller == s)
+}
+
+// attach makes s the controller session.
+func (l *lease) attach(s *session) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.controller = s
+}
+
+// detach ends controller session s: the hand backs it did not collect are
+// dropped (returned, for the log), and a lease taken during it will be
+// handed back to nobody.
+func (l *lease) detach(s *session) *wire.Handback {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.controller != s {
+		return nil
+	}
+	dropped := l.pending
+	l.controller, l.pending = nil, nil
+	if l.sess == s {
+		l.sess = nil
+	}
+	return dropped
+}
+
 // take gives op the lease: a free one, an orphaned one, or its own again.
-// Another connected operator's lease is refused.
-func (l *lease) take(op *operator, by string) error {
+// Another connected operator's lease is refused. A new lease belongs to
+// the controller session being served, returned to be told of it (nil:
+// none, or nothing new to tell).
+func (l *lease) take(op *operator, by string) (*session, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case l.held && l.owner == op:
-		return nil
+		return nil, nil
 	case l.held && l.owner != nil:
-		return fmt.Errorf("busy: %s holds the desktop on another connection", l.by)
+		return nil, fmt.Errorf("busy: %s holds the desktop on another connection", l.by)
 	case l.held: // orphaned: the same lease goes on, with its actions
 		l.owner, l.by = op, by
-		return nil
+		return nil, nil
 	}
 	l.held, l.owner, l.by, l.taken, l.orphaned = true, op, by, time.Now(), false
 	l.actions, l.more = nil, 0
 	l.returned = make(chan struct{})
-	return nil
+	l.sess = l.controller
+	return l.sess, nil
 }
 
 // holds reports whether op holds the lease.
@@ -98,12 +140,19 @@ func (l *lease) did(a actions.Action) {
 	}
 }
 
-// handBack ends op's lease, with an optional note for the model.
-func (l *lease) handBack(op *operator, note string) error {
+// handBack ends op's lease, with an optional note for the model. The hand
+// back goes to the controller session the lease was taken during, returned
+// to be told of it; when that session has ended it is dropped (nil, true).
+func (l *lease) handBack(op *operator, note string) (to *session, dropped bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.held || l.owner != op {
-		return fmt.Errorf("this connection does not hold the desktop: take it first")
+		return nil, false, fmt.Errorf("this connection does not hold the desktop: take it first")
+	}
+	to = l.sess
+	if to == nil || to != l.controller {
+		l.end()
+		return nil, true, nil
 	}
 	hb := l.pending
 	if hb == nil {
@@ -127,9 +176,14 @@ func (l *lease) handBack(op *operator, note string) error {
 	}
 	hb.Orphaned = hb.Orphaned || l.orphaned
 	hb.Returned = time.Now()
-	l.held, l.owner, l.by, l.actions, l.more, l.orphaned = false, nil, "", nil, 0, false
+	l.end()
+	return to, false, nil
+}
+
+// end ends the lease in force.
+func (l *lease) end() {
+	l.held, l.owner, l.by, l.actions, l.more, l.orphaned, l.sess = false, nil, "", nil, 0, false, nil
 	close(l.returned)
-	return nil
 }
 
 // leave is op's connection ending: a lease it holds stays held, orphaned,
@@ -145,14 +199,17 @@ func (l *lease) leave(op *operator) bool {
 	return true
 }
 
-// await waits until no lease is held and returns the hand backs since the
-// last await (Leases 0 when there were none).
-func (l *lease) await(ctx context.Context) (wire.Handback, error) {
+// await waits until no lease is held and returns the hand backs of
+// controller session s since its last await (Leases 0 when there were
+// none).
+func (l *lease) await(ctx context.Context, s *session) (wire.Handback, error) {
 	for {
 		l.mu.Lock()
 		if !l.held {
-			hb := l.pending
-			l.pending = nil
+			var hb *wire.Handback
+			if l.controller == s {
+				hb, l.pending = l.pending, nil
+			}
 			l.mu.Unlock()
 			if hb == nil {
 				return wire.Handback{}, nil

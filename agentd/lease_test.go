@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/wire"
 )
 
@@ -226,5 +228,116 @@ func TestOperatorBadRequests(t *testing.T) {
 	}
 	if err := o.HandBack(ctx5(t), "ok"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A hand back belongs to the controller session the desktop was taken
+// during. That session is told of the take over as it happens, and its
+// actions stay refused after the hand back until it has collected it. A
+// hand back made after that session ended, or that it never collected, is
+// dropped with a log line: the next session's wait never returns another
+// session's note (issue 26: a later run's model was told an earlier run's
+// notes).
+func TestHandbackBelongsToItsSession(t *testing.T) {
+	var logs agentdtest.SyncBuffer
+	f := newFixture(t, func(c *Config) {
+		c.Logf = func(format string, args ...any) { fmt.Fprintf(&logs, format+"\n", args...) }
+	})
+	person := f.operate(t)
+	detached := func() {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			f.srv.mu.Lock()
+			gone := !f.srv.active
+			f.srv.mu.Unlock()
+			if gone {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the closed session never ended")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	told := func(c *guest.Client, want uint64) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			n, next := c.Takeovers()
+			if n == want {
+				return
+			}
+			select {
+			case <-next:
+			case <-time.After(time.Until(deadline)):
+				t.Fatalf("the session was told of %d take overs, want %d", n, want)
+			}
+		}
+	}
+
+	// Session A ends while the desktop is taken; the hand back comes after.
+	a := f.dial(t)
+	if err := person.Take(ctx5(t), "the console"); err != nil {
+		t.Fatal(err)
+	}
+	told(a, 1)
+	a.Close()
+	detached()
+	if _, err := person.Input(ctx5(t), actions.Action{Type: actions.TypeText, Text: "abc"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := person.HandBack(ctx5(t), "NOTE-A"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "hand back and its note are dropped") {
+		t.Errorf("no log line for the dropped hand back:\n%s", logs.String())
+	}
+
+	// Session B: A's hand back neither blocks it nor reaches it; its own does.
+	b := f.dial(t)
+	if _, err := b.Screenshot(ctx5(t)); err != nil {
+		t.Fatalf("a new session's screenshot after an earlier session's hand back: %v", err)
+	}
+	if hb, err := b.AwaitHandback(ctx5(t)); err != nil || hb.Leases != 0 || len(hb.Notes) != 0 {
+		t.Fatalf("a new session collected %+v (%v): another session's hand back", hb, err)
+	}
+	if err := person.Take(ctx5(t), "the console"); err != nil {
+		t.Fatal(err)
+	}
+	told(b, 1)
+	if err := person.HandBack(ctx5(t), "NOTE-B"); err != nil {
+		t.Fatal(err)
+	}
+	// Not collected yet: what B saw is out of date, so it may not act.
+	if _, err := b.Do(ctx5(t), actions.Action{Type: actions.Move, X: 1, Y: 1}); !errors.Is(err, computer.ErrTakenOver) {
+		t.Fatalf("an action before the hand back was collected: %v", err)
+	}
+	if _, err := b.Screenshot(ctx5(t)); !errors.Is(err, computer.ErrTakenOver) {
+		t.Fatalf("a screenshot before the hand back was collected: %v", err)
+	}
+	hb, err := b.AwaitHandback(ctx5(t))
+	if err != nil || hb.Leases != 1 || !slices.Equal(hb.Notes, []string{"NOTE-B"}) || len(hb.Actions) != 0 {
+		t.Fatalf("session B collected %+v (%v), want its own one lease with NOTE-B only", hb, err)
+	}
+	if _, err := b.Do(ctx5(t), actions.Action{Type: actions.Move, X: 1, Y: 1}); err != nil {
+		t.Fatalf("an action after the hand back was collected: %v", err)
+	}
+
+	// B ends without collecting a hand back: dropped, never C's.
+	if err := person.Take(ctx5(t), "the console"); err != nil {
+		t.Fatal(err)
+	}
+	if err := person.HandBack(ctx5(t), "NOTE-C"); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	detached()
+	if !strings.Contains(logs.String(), "1 hand back(s) of the desktop this session never collected are dropped") {
+		t.Errorf("no log line for the uncollected hand back:\n%s", logs.String())
+	}
+	c := f.dial(t)
+	if hb, err := c.AwaitHandback(ctx5(t)); err != nil || hb.Leases != 0 || len(hb.Notes) != 0 {
+		t.Fatalf("session C collected %+v (%v): another session's hand back", hb, err)
 	}
 }

@@ -149,12 +149,15 @@ func (s *Server) operate(ctx context.Context, op *operator, data []byte) wire.Op
 		// Under inputMu: a model action running now ends first, and none
 		// starts after this.
 		s.inputMu.Lock()
-		err := s.lease.take(op, by)
+		to, err := s.lease.take(op, by)
 		s.inputMu.Unlock()
 		if err != nil {
 			return s.operatorError(op, req.ID, wire.CodeBusy, err.Error())
 		}
 		s.cfg.Logf("operate: the desktop is taken over by %s; the controller's requests are refused until it is handed back", by)
+		if to != nil {
+			to.tell(ctx, wire.LeaseEvent{Op: wire.OpLease, Held: true, By: by})
+		}
 		return s.operatorDone(op, req.ID, nil)
 	case wire.OpInput:
 		if req.Action == nil {
@@ -190,10 +193,16 @@ func (s *Server) operate(ctx context.Context, op *operator, data []byte) wire.Op
 		if len(req.Note) > wire.MaxNoteLen || !utf8.ValidString(req.Note) {
 			return s.operatorError(op, req.ID, wire.CodeBadRequest, fmt.Sprintf("the note must be UTF-8 of at most %d bytes", wire.MaxNoteLen))
 		}
-		if err := s.lease.handBack(op, req.Note); err != nil {
+		to, dropped, err := s.lease.handBack(op, req.Note)
+		if err != nil {
 			return s.operatorError(op, req.ID, wire.CodeNotHolding, err.Error())
 		}
-		s.cfg.Logf("operate: the desktop was handed back")
+		if dropped {
+			s.cfg.Logf("operate: the desktop was handed back after the controller session it was taken during ended: the hand back and its note are dropped, no other session gets them")
+		} else {
+			s.cfg.Logf("operate: the desktop was handed back")
+			to.tell(ctx, wire.LeaseEvent{Op: wire.OpLease})
+		}
 		return s.operatorDone(op, req.ID, nil)
 	}
 	return s.operatorError(op, req.ID, wire.CodeBadRequest, fmt.Sprintf("unknown op %q: an operator sends take, input or hand_back", req.Op))
@@ -207,7 +216,17 @@ func (s *Server) operatorError(op *operator, id uint64, code, msg string) wire.O
 	return wire.OperatorReply{Op: wire.OpError, ID: id, Error: &wire.Error{Code: code, Message: msg, FailedIndex: -1}, Lease: s.lease.state(op)}
 }
 
-// takenOver is the controller's refusal while a person holds the desktop.
+// takenOver is the controller's refusal while a person holds the desktop
+// or after they handed it back, until the controller collects the hand
+// back.
 func takenOver(what string) string {
-	return "a person holds the desktop (taken over): " + what + " was refused, not queued; wait for the hand back (" + wire.OpAwaitHandback + ")"
+	return "a person holds or has just held the desktop (taken over): " + what + " was refused, not queued; collect the hand back first (" + wire.OpAwaitHandback + ")"
+}
+
+// tell pushes a lease event to the controller session s, unasked. A
+// session that has ended misses it: it has no run to tell.
+func (s *session) tell(ctx context.Context, ev wire.LeaseEvent) {
+	if err := s.write(ctx, websocket.MessageText, marshal(ev)); err != nil {
+		s.srv.cfg.Logf("operate: telling the controller of the lease: %v", err)
+	}
 }

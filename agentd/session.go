@@ -83,6 +83,13 @@ func (s *session) run(parent context.Context) {
 		s.conn.CloseNow()
 		return
 	}
+	// After the hello: a lease event must not come first.
+	s.srv.lease.attach(s)
+	defer func() {
+		if hb := s.srv.lease.detach(s); hb != nil {
+			logf("session: %d hand back(s) of the desktop this session never collected are dropped: no other session gets them", hb.Leases)
+		}
+	}()
 
 	var wg sync.WaitGroup
 	wg.Add(2)

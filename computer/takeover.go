@@ -18,6 +18,16 @@ type Overseen interface {
 	AwaitHandback(ctx context.Context) (Handback, error)
 }
 
+// Watched is an Overseen driver that is told of each take over as it
+// happens, whatever the run is doing: a run waiting at a question about
+// an action withdraws it, since the screenshot it refers to is out of date.
+type Watched interface {
+	Overseen
+	// Takeovers counts the take overs the driver was told of, and returns
+	// a channel closed at the next one.
+	Takeovers() (n uint64, next <-chan struct{})
+}
+
 // Handback is what people did while they held the desktop (the JSON is the
 // run record's, where it is part of a take over event).
 type Handback struct {

@@ -57,6 +57,9 @@ type Settled struct {
 	By        string `json:"by,omitempty"`
 	Approved  bool   `json:"approved"`
 	Withdrawn bool   `json:"withdrawn,omitempty"`
+	// Why is why a question was withdrawn, when the run said so (a person
+	// took the desktop over, the run ended).
+	Why string `json:"why,omitempty"`
 }
 
 // keepSettled is how many settled questions the page can still be told
@@ -112,10 +115,12 @@ func lastShot(run *Run) *Shot {
 	return nil
 }
 
-// settle ends the pending question id with a (nil: withdraws it). Only the
-// first call for an id wins (true); a loser gets how the question ended,
-// if it is still known.
-func (s *Server) settle(id string, a *Answer) (bool, *Settled) {
+// settle ends the pending question id with a (nil: withdraws it, for why).
+// Only the first call for an id wins (true); a loser gets how the question
+// ended, if it is still known.
+func (s *Server) settle(id string, a *Answer) (bool, *Settled) { return s.settleWhy(id, a, "") }
+
+func (s *Server) settleWhy(id string, a *Answer, why string) (bool, *Settled) {
 	s.questions.mu.Lock()
 	defer s.questions.mu.Unlock()
 	i := slices.IndexFunc(s.questions.pending, func(q *question) bool { return q.ID == id })
@@ -130,6 +135,9 @@ func (s *Server) settle(id string, a *Answer) (bool, *Settled) {
 	q := s.questions.pending[i]
 	s.questions.pending = slices.Delete(s.questions.pending, i, i+1)
 	st := Settled{ID: id, CallID: q.CallID, Withdrawn: a == nil}
+	if a == nil {
+		st.Why = why
+	}
 	if a != nil {
 		st.By, st.Approved = a.By, a.Approved
 		q.answer <- *a // the one send: q is no longer pending
@@ -177,7 +185,11 @@ func (s *Server) AskBoth(ctx context.Context, q Question, term func(context.Cont
 	case a := <-qq.answer:
 		return a, nil
 	case <-ctx.Done():
-		if won, _ := s.settle(qq.ID, nil); won {
+		why := ""
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			why = cause.Error() // the run said why: the page says it too
+		}
+		if won, _ := s.settleWhy(qq.ID, nil, why); won {
 			return Answer{}, errors.Join(ErrNotAnswered, ctx.Err())
 		}
 		return <-qq.answer, nil // settled just before: that answer stands
@@ -230,6 +242,8 @@ func settledText(st *Settled) string {
 	switch {
 	case st == nil:
 		return "this question is no longer asked"
+	case st.Withdrawn && st.Why != "":
+		return "this question was withdrawn: " + st.Why
 	case st.Withdrawn:
 		return "this question was withdrawn: the run went on without it"
 	case st.Approved:

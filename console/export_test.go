@@ -10,3 +10,16 @@ func (s *Server) pendingIDs() []string {
 	}
 	return ids
 }
+
+// settledAs is how question id ended (nil while it is pending or unknown),
+// without ending it.
+func (s *Server) settledAs(id string) *Settled {
+	s.questions.mu.Lock()
+	defer s.questions.mu.Unlock()
+	for _, st := range s.questions.settled {
+		if st.ID == id {
+			return &st
+		}
+	}
+	return nil
+}

@@ -8,7 +8,10 @@ import (
 	"image/color"
 	"image/png"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/respserver"
@@ -157,5 +161,176 @@ func TestTakeOverInChromium(t *testing.T) {
 	all, _ := json.Marshal(events)
 	if strings.Contains(string(all), "héllo") || !strings.Contains(string(all), "type 5 chars") {
 		t.Fatalf("the person's typing is not redacted in the events: %s", back.Actions)
+	}
+}
+
+// A hand back made while the run waits at a --confirm question (issue 26):
+// a real agentd on Xvfb, a scripted model through the real SDK, the
+// console's own approvals. The person takes the desktop over through the
+// operator role (as the console does) while the question about the
+// model's click is open: the question is withdrawn at once and says why,
+// an answer to it is refused and runs nothing; the person clicks and
+// types and hands back with a note; the model's click never reaches the
+// desktop, the next request carries a fresh screenshot and the note, and
+// the record holds the take over.
+func TestHandBackAtAQuestion(t *testing.T) {
+	d := startDesktop(t)
+	d.screenshot(t)
+	runs, runName := t.TempDir(), "20260101-120000-question"
+	rec, err := runner.CreateRecord(filepath.Join(runs, runName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startConsole(t, Config{RunsDir: runs, CurrentRun: runName, Guest: &Guest{Addr: d.addr, Token: d.token}})
+	model, modelURL := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+		respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`), respserver.Final("done"))
+	defer model.Close()
+	c, err := guest.Dial(context.Background(), d.addr, d.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+	ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
+	defer ts.Close()
+	var (
+		mu     sync.Mutex
+		events []runner.Event
+	)
+	runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
+			BeforeAction: Approvals{Server: s}.BeforeAction,
+			OnEvent: func(e runner.Event) {
+				rec.Event(e)
+				mu.Lock()
+				events = append(events, e)
+				mu.Unlock()
+			}}})
+		done <- err
+	}()
+
+	// Approve the first call's screenshot; stop at the question about the click.
+	var click Question
+	deadline := time.Now().Add(time.Minute)
+	for click.ID == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the click was never asked about")
+		}
+		s.questions.mu.Lock()
+		var q *question
+		if len(s.questions.pending) == 1 {
+			q = s.questions.pending[0]
+		}
+		s.questions.mu.Unlock()
+		switch {
+		case q == nil:
+			time.Sleep(10 * time.Millisecond)
+		case strings.Contains(q.Summary, "click"):
+			click = q.Question
+		default:
+			if w := answerInPage(s, q.ID, "approve"); w.Code != http.StatusNoContent {
+				t.Fatalf("approving %s: %d %s", q.Summary, w.Code, w.Body)
+			}
+		}
+	}
+
+	op, err := guest.Operate(context.Background(), d.addr, d.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	opCtx, opCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer opCancel()
+	if err := op.Take(opCtx, takeoverBy); err != nil {
+		t.Fatal(err)
+	}
+	// The question is withdrawn while the person holds the desktop, and
+	// the page is told why.
+	var st *Settled
+	for st == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the question about the click is still asked after the take over (pending %v)", s.pendingIDs())
+		}
+		st = s.settledAs(click.ID)
+		if st == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if !st.Withdrawn || !strings.Contains(st.Why, "took over the desktop") {
+		t.Fatalf("the question ended as %+v, want withdrawn because of the take over", st)
+	}
+	if w := answerInPage(s, click.ID, "approve"); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "took over the desktop") {
+		t.Fatalf("approving the withdrawn question: %d %s", w.Code, w.Body)
+	}
+
+	d.rec.Clear()
+	if _, err := op.Input(opCtx, actions.Action{Type: actions.Click, Button: actions.Left, X: 200, Y: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Input(opCtx, actions.Action{Type: actions.TypeText, Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	d.rec.WaitTyped(t, "hi", 20*time.Second)
+	d.rec.Fill(t, 0, 0, 300, 300, color.RGBA{R: 250, G: 0, B: 200, A: 255})
+	d.rec.Sync(t)
+	if err := op.HandBack(opCtx, "NOTE-4182 I closed the dialog"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the run after the hand back: %v", err)
+	}
+	if err := model.Err(); err != nil {
+		t.Fatal(err)
+	}
+	d.rec.Sync(t)
+	var presses []xrecorder.Event
+	for _, e := range d.rec.Events() {
+		if e.Kind == xrecorder.ButtonPress {
+			presses = append(presses, e)
+		}
+	}
+	if len(presses) != 1 || presses[0].X != 200 || presses[0].Y != 100 {
+		t.Fatalf("presses on the desktop %+v, want the person's one at (200,100) and never the model's at (720,450)", presses)
+	}
+
+	reqs := model.Requests()
+	body := string(reqs[len(reqs)-1].Body)
+	for _, want := range []string{"A person took over the desktop", "did not run: 1. click left (640,400)", "NOTE-4182 I closed the dialog"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the request after the hand back lacks %q", want)
+		}
+	}
+	_, rest, _ := strings.Cut(body, "data:image/png;base64,")
+	b64, _, _ := strings.Cut(rest, `"`)
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, g, b, _ := img.At(50, 50).RGBA(); r>>8 < 240 || g>>8 > 10 || b>>8 < 190 {
+		t.Fatalf("the screenshot after the hand back is not fresh: pixel (50,50) is %v", img.At(50, 50))
+	}
+
+	if err := rec.Finish(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	run, err := readRun(filepath.Join(runs, runName), runName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tk *Takeover
+	for _, step := range run.StepList {
+		for i := range step.Takeovers {
+			tk = &step.Takeovers[i]
+		}
+	}
+	if tk == nil || !tk.HandedBack || len(tk.NotRun) != 1 || !slices.Equal(tk.Notes, []string{"NOTE-4182 I closed the dialog"}) || !slices.Equal(tk.By, []string{takeoverBy}) {
+		t.Fatalf("the record's take over: %+v", tk)
 	}
 }

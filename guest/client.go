@@ -87,6 +87,9 @@ type Client struct {
 	viewMu sync.Mutex
 	view   *wire.View // sent with the next screenshot, then nil
 	closed atomic.Bool
+
+	// takes is what agentd told of people's take overs (operate.go).
+	takes takeovers
 }
 
 type frame struct {
@@ -213,6 +216,11 @@ func (c *Client) readLoop() {
 		if err != nil {
 			c.readerErr = err
 			return
+		}
+		if ev, ok := leaseEvent(typ, data); ok {
+			// Unasked, and wanted while no call reads the inbox.
+			c.takes.told(ev)
+			continue
 		}
 		c.inbox <- frame{typ, data}
 	}

@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +16,53 @@ import (
 	"github.com/agentd-dev/agentd/wire"
 )
 
-var _ computer.Overseen = (*Client)(nil)
+var _ computer.Watched = (*Client)(nil)
+
+// takeovers counts the take overs agentd told the session of.
+type takeovers struct {
+	mu   sync.Mutex
+	n    uint64
+	next chan struct{} // closed at the next take
+}
+
+func (t *takeovers) told(ev wire.LeaseEvent) {
+	if !ev.Held {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n++
+	if t.next != nil {
+		close(t.next)
+		t.next = nil
+	}
+}
+
+// Takeovers counts the take overs of the desktop agentd told this session
+// of (they come as they happen, whatever the session is doing), and
+// returns a channel closed at the next one.
+func (c *Client) Takeovers() (uint64, <-chan struct{}) {
+	t := &c.takes
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.next == nil {
+		t.next = make(chan struct{})
+	}
+	return t.n, t.next
+}
+
+// leaseEvent recognises agentd's lease event among the session's frames
+// (its op comes first, as agentd writes it) without decoding the rest.
+func leaseEvent(typ websocket.MessageType, data []byte) (wire.LeaseEvent, bool) {
+	var ev wire.LeaseEvent
+	if typ != websocket.MessageText || !bytes.HasPrefix(data, []byte(`{"op":"`+wire.OpLease+`"`)) {
+		return ev, false
+	}
+	if err := json.Unmarshal(data, &ev); err != nil || ev.Op != wire.OpLease {
+		return ev, false
+	}
+	return ev, true
+}
 
 // Is makes a refusal because a person holds the desktop match
 // computer.ErrTakenOver.

@@ -64,6 +64,10 @@ type computerTool struct {
 	// image is the image space of the last screenshot sent to the model:
 	// the space the model's coordinates are in. Zero until one was sent.
 	image scaling.Size
+	// seen counts the take overs the driver had been told of when that
+	// screenshot was asked for: a count past it means a person took the
+	// desktop since, and what the model saw is out of date (takeover.go).
+	seen uint64
 }
 
 // tool is the toolset as a Tool for one run or call, which holds it.
@@ -72,7 +76,9 @@ func (t *Toolset) tool(opts CallOptions) *computerTool {
 	if image == (scaling.Size{}) {
 		image = t.image
 	}
-	return &computerTool{t: t, opts: opts, image: image}
+	c := &computerTool{t: t, opts: opts, image: image}
+	c.seen, _ = c.takes()
+	return c
 }
 
 // keepImage remembers the image space for the next Execute.
@@ -100,6 +106,9 @@ type plan struct {
 	callID  string
 	actions []actions.Action
 	checks  []SafetyCheck
+	// preempted: a person took the desktop over while its safety checks
+	// were asked; the call does not run (takeover.go).
+	preempted error
 }
 
 func (p *plan) CallID() string { return p.callID }
@@ -181,6 +190,11 @@ func (c *computerTool) approveChecks(ctx context.Context, s *Step, p *plan) erro
 		ids[i] = c.ID
 	}
 	subject := "checks " + strings.Join(ids, ", ")
+	ev := &ApprovalEvent{Kind: ApprovalSafetyChecks, Index: -1, Checks: slices.Clone(p.checks)}
+	if c.stale() {
+		p.preempt()
+		return nil
+	}
 	s.Event(Event{Kind: EventApprovalAsked, CallID: p.callID,
 		Approval: &ApprovalEvent{Kind: ApprovalSafetyChecks, Index: -1, Checks: slices.Clone(p.checks)}})
 	ok, reason, err := false, "no approve_safety_checks callback is set", error(nil)
@@ -189,10 +203,16 @@ func (c *computerTool) approveChecks(ctx context.Context, s *Step, p *plan) erro
 		// what runs.
 		info := CallInfo{ResponseID: s.ResponseID(), CallID: p.callID, Actions: cloneActions(p.actions)}
 		checks := slices.Clone(p.checks)
-		ok, reason, err = approval(func() (any, error) { return f(ctx, info, checks) })
+		actx, stop := c.watch(ctx)
+		ok, reason, err = approval(func() (any, error) { return f(actx, info, checks) })
+		stop()
 	}
-	return answered(ctx, s, ok, reason, err, &ApprovalError{Kind: ApprovalSafetyChecks, CallID: p.callID, Index: -1, Subject: subject},
-		&ApprovalEvent{Kind: ApprovalSafetyChecks, Index: -1, Checks: slices.Clone(p.checks)})
+	if ctx.Err() == nil && c.stale() {
+		withdrawn(s, p.callID, ev)
+		p.preempt()
+		return nil
+	}
+	return answered(ctx, s, ok, reason, err, &ApprovalError{Kind: ApprovalSafetyChecks, CallID: p.callID, Index: -1, Subject: subject}, ev)
 }
 
 // before asks BeforeAction, if set, about one action or the final screenshot.
@@ -205,11 +225,20 @@ func (c *computerTool) before(ctx context.Context, s *Step, info ActionInfo) err
 	if info.IsFinalScreenshot {
 		summary = "final screenshot"
 	}
+	if c.stale() {
+		return takenOverAt(info.CallID)
+	}
 	s.Event(Event{Kind: EventApprovalAsked, CallID: info.CallID,
 		Approval: &ApprovalEvent{Kind: ApprovalBeforeAction, Index: info.Index, Summary: summary}})
 	info.Action = cloneAction(info.Action)
 	info.Actions = cloneActions(info.Actions)
-	ok, reason, err := approval(func() (any, error) { return f(ctx, info) })
+	actx, stop := c.watch(ctx)
+	ok, reason, err := approval(func() (any, error) { return f(actx, info) })
+	stop()
+	if ctx.Err() == nil && c.stale() {
+		withdrawn(s, info.CallID, &ApprovalEvent{Kind: ApprovalBeforeAction, Index: info.Index, Summary: summary})
+		return takenOverAt(info.CallID)
+	}
 	return answered(ctx, s, ok, reason, err,
 		&ApprovalError{Kind: ApprovalBeforeAction, CallID: info.CallID, Index: info.Index, Subject: summary},
 		&ApprovalEvent{Kind: ApprovalBeforeAction, Index: info.Index, Summary: summary})
@@ -262,6 +291,14 @@ func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) ([]byte, e
 	if err := ctx.Err(); err != nil {
 		return zero, fmt.Errorf("cancelled before call %s: %w", p.callID, err)
 	}
+	if p.preempted != nil {
+		return c.takenOver(ctx, s, p, as, 0, p.preempted)
+	}
+	seen, _ := c.takes()
+	if seen != c.seen {
+		// Chosen from a screenshot a person's take over made out of date.
+		return c.takenOver(ctx, s, p, as, 0, takenOverAt(p.callID))
+	}
 	var (
 		results   []computer.ActionResult
 		stepStart = time.Now()
@@ -299,6 +336,9 @@ func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) ([]byte, e
 		s.Completed(p.callID)
 	}
 	switch {
+	case refused != nil && errors.Is(refused, computer.ErrTakenOver):
+		// A question withdrawn because a person took the desktop over.
+		return c.takenOver(ctx, s, p, as, okActions, refused)
 	case refused != nil:
 		return zero, refused
 	case errors.Is(err, computer.ErrTakenOver):
@@ -325,7 +365,7 @@ func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) ([]byte, e
 	if len(as) == 0 {
 		s.Completed(p.callID)
 	}
-	c.image = shot.Transform.Image
+	c.image, c.seen = shot.Transform.Image, seen
 	s.Event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(stepStart)),
 		Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
 	return shot.PNG, nil

@@ -110,7 +110,12 @@ func (p *TerminalApprover) Ask(ctx context.Context, question string) (bool, erro
 		}
 		return false, nil
 	case <-ctx.Done():
-		fmt.Fprintln(p.out)
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			// The run withdrew the question and said why.
+			fmt.Fprintf(p.out, "\nwithdrawn: %s\n", Printable(cause.Error()))
+		} else {
+			fmt.Fprintln(p.out)
+		}
 		return false, ctx.Err()
 	}
 }

@@ -62,6 +62,7 @@ func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []act
 		}
 		merge(&all, hb)
 		start := time.Now()
+		seen, _ := c.takes()
 		shot, err := c.t.driver.Run(ctx, nil, computer.Hooks{})
 		if errors.Is(err, computer.ErrTakenOver) {
 			continue // taken over again before the screenshot
@@ -75,7 +76,7 @@ func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []act
 		back := *ev
 		back.Phase, back.Handback = TakeoverHandedBack, all
 		s.Event(Event{Kind: EventTakeover, CallID: p.callID, Takeover: &back})
-		c.image = shot.Transform.Image
+		c.image, c.seen = shot.Transform.Image, seen
 		s.Event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(start)),
 			Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
 		if err := s.x.ctl.AppendUserText(takeoverText(p.callID, ev.NotRun, all)); err != nil {
@@ -83,6 +84,79 @@ func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []act
 		}
 		return shot.PNG, nil
 	}
+}
+
+// ErrQuestionStale is why a question about a call is withdrawn (the cause
+// of its context's end): a person took the desktop over, so the
+// screenshot the call was chosen from, and the question shows, is out of
+// date. The call does not run; it is answered after the hand back.
+var ErrQuestionStale = errors.New("a person took over the desktop: the screenshot this question refers to is out of date, so the model's call will not run; the model gets a fresh screenshot after the hand back")
+
+// takenOverAt is the refusal of a call stopped by a take over before it
+// reached the driver (it matches computer.ErrTakenOver).
+func takenOverAt(callID string) error {
+	return fmt.Errorf("call %s: %w", callID, computer.ErrTakenOver)
+}
+
+// takes is the driver's count of take overs and a channel closed at the
+// next one (0 and nil for a driver not told of them).
+func (c *computerTool) takes() (uint64, <-chan struct{}) {
+	w, ok := c.t.driver.(computer.Watched)
+	if !ok {
+		return 0, nil
+	}
+	return w.Takeovers()
+}
+
+// stale reports whether a person took the desktop over since the
+// screenshot the model last saw was asked for.
+func (c *computerTool) stale() bool {
+	n, _ := c.takes()
+	return n != c.seen
+}
+
+// watch is ctx for a question about a call: it ends, with the cause
+// ErrQuestionStale, when a person takes the desktop over. stop releases
+// it once the question is answered.
+func (c *computerTool) watch(ctx context.Context) (qctx context.Context, stop func()) {
+	n, next := c.takes()
+	if next == nil {
+		return ctx, func() {}
+	}
+	qctx, cancel := context.WithCancelCause(ctx)
+	if n != c.seen {
+		cancel(ErrQuestionStale)
+		return qctx, func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-next:
+			cancel(ErrQuestionStale)
+		case <-quit:
+		case <-qctx.Done():
+		}
+	}()
+	return qctx, func() {
+		close(quit)
+		<-done
+		cancel(nil)
+	}
+}
+
+// withdrawn records a question answered by nobody: withdrawn because a
+// person took the desktop over.
+func withdrawn(s *Step, callID string, ev *ApprovalEvent) {
+	ev.Approved, ev.Reason = false, "withdrawn: a person took over the desktop"
+	s.Event(Event{Kind: EventApprovalAnswered, CallID: callID, Approval: ev})
+}
+
+// preempt marks a call stopped by a take over while its safety checks were
+// asked: it does not run, and its answer acknowledges no check, since
+// none was approved.
+func (p *plan) preempt() {
+	p.preempted, p.checks = takenOverAt(p.callID), nil
 }
 
 func merge(all *computer.Handback, hb computer.Handback) {

@@ -29,7 +29,16 @@ import (
 //
 // The controller waits for the hand back with OpAwaitHandback: the reply
 // comes once no lease is held and carries, in Handback, every hand back
-// since the controller's last OpAwaitHandback.
+// since the controller's last OpAwaitHandback. Until it has collected them
+// its actions and screenshots stay refused (CodeTakenOver): what it saw
+// of the desktop before is out of date.
+//
+// A lease belongs to the controller session during which it was taken:
+// agentd tells that session, unasked, with a LeaseEvent when the lease is
+// taken and when it is handed back, whatever the session is doing, and its
+// hand back goes to that session alone. A hand back that session never
+// collected, or made after it ended, is dropped: it never reaches another
+// session.
 const (
 	OperatePath        = "/v1/operate"
 	OperateSubprotocol = "agentd.operate.v1"
@@ -38,6 +47,8 @@ const (
 	OpHandBack         = "hand_back"
 	// OpAwaitHandback is a controller request (see above).
 	OpAwaitHandback = "await_handback"
+	// OpLease is agentd's LeaseEvent to the controller (see above).
+	OpLease = "lease"
 	// CodeTakenOver: a person holds the desktop; the request was refused.
 	CodeTakenOver = "taken_over"
 	// CodeNotHolding: an operator's input or hand back without the lease.
@@ -94,3 +105,13 @@ type OperatorReply struct {
 // screen pixels, typed text by its length only; More counts those past
 // MaxHandbackActions).
 type Handback = computer.Handback
+
+// LeaseEvent tells the controller session, unasked, that a person took the
+// desktop (Held, By) or handed it back (the hand back itself is collected
+// with OpAwaitHandback). It can come between any two messages of a
+// request, never between a Reply and its binary frames.
+type LeaseEvent struct {
+	Op   string `json:"op"` // OpLease
+	Held bool   `json:"held"`
+	By   string `json:"by,omitempty"`
+}

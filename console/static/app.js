@@ -315,6 +315,7 @@ async function pollQuestions() {
 }
 
 function settledText(st) {
+  if (st.withdrawn && st.why) return `call ${st.call_id}: the question was withdrawn: ${st.why}`;
   if (st.withdrawn) return `call ${st.call_id}: the question was withdrawn (the run went on without it)`;
   return `call ${st.call_id}: ${st.approved ? 'approved' : 'refused'} in ${st.by}`;
 }
