@@ -30,6 +30,7 @@ type desk struct {
 	rec    *xrecorder.Recorder
 	client *guest.Client
 	log    *agentdtest.SyncBuffer
+	pid    int // agentd's
 }
 
 // requirePIL skips (or, under AGENTD_REQUIRE_X, fails) without Debian's
@@ -74,7 +75,7 @@ func startAgentdAs(t *testing.T, w, h int, asUser bool, args ...string) *desk {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &desk{x: x, rec: rec, client: c, log: logs}
+	return &desk{x: x, rec: rec, client: c, log: logs, pid: cmd.Process.Pid}
 }
 
 const nobody = 65534

@@ -438,7 +438,7 @@ func decodeImage(f frame) (image.Image, error) {
 		if err != nil {
 			return nil, fmt.Errorf("not a PNG: %w", err)
 		}
-		if cfg.Width > scaling.MaxSide || cfg.Height > scaling.MaxSide || int64(cfg.Width)*int64(cfg.Height) > scaling.MaxImagePixels {
+		if cfg.Width > scaling.MaxSide || cfg.Height > scaling.MaxSide || int64(cfg.Width)*int64(cfg.Height) > MaxDisplayPixels {
 			return nil, fmt.Errorf("a %d×%d PNG is too large", cfg.Width, cfg.Height)
 		}
 		img, err := png.Decode(bytes.NewReader(f.payload))
@@ -513,6 +513,11 @@ func (s *Session) workerGone() {
 	s.w = nil
 	err := w.stop()
 	s.res.NamespaceLost, s.res.Stopped = true, "exited"
+	var fe *frameError
+	if errors.As(w.readErr, &fe) {
+		s.note("stopped: " + fe.msg + "; its namespace is lost, the next call starts a fresh one")
+		return
+	}
 	s.note(exitReason(err, &s.raw) + "; its namespace is lost, the next call starts a fresh one")
 }
 

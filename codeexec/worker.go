@@ -15,13 +15,59 @@ import (
 	"time"
 )
 
-// maxFrameHead and maxFramePayload bound one frame from the worker: a
-// header is a small JSON object, a payload at most one RGBA image of the
-// largest screen agentd captures.
+// Limits of the frames the worker writes. The worker runs the model's code,
+// which can write anything to its pipe, so every frame is capped by its
+// kind before agentd allocates it: a header is a small JSON object, and only
+// an image carries a payload. The worker's own module keeps within them
+// (printed text goes in chunks, a traceback is cut, display() refuses larger
+// images); a frame over them stops the worker.
 const (
-	maxFrameHead    = 1 << 20
-	maxFramePayload = 256 << 20
+	// maxFrameHead is the largest header of any kind.
+	maxFrameHead = 256 << 10
+	// MaxDisplayPixels bounds one display() image (4096×4096): its RGBA
+	// payload, and what a PNG may decode to.
+	MaxDisplayPixels = 1 << 24
+	maxImagePayload  = 4 * MaxDisplayPixels
+	// Text of one "out" frame, and of a traceback, in characters: the
+	// worker's chunks, with room for JSON's escapes.
+	outChunkChars  = 8 << 10
+	tracebackChars = 16 << 10
 )
+
+// frameLimit is the largest header and payload of one kind of frame.
+type frameLimit struct {
+	Head    int `json:"head"`
+	Payload int `json:"payload"`
+}
+
+// frameLimits holds each kind's; a kind not listed gets smallFrame (and an
+// error reply, as an unknown request).
+var (
+	smallFrame  = frameLimit{Head: 4 << 10}
+	frameLimits = map[string]frameLimit{
+		"out":        {Head: 64 << 10},
+		"done":       {Head: 128 << 10},
+		"sandbox":    {Head: 16 << 10},
+		"image":      {Head: 4 << 10, Payload: maxImagePayload},
+		"act":        {Head: maxFrameHead},
+		"wheel":      smallFrame,
+		"hold":       smallFrame,
+		"position":   smallFrame,
+		"screenshot": smallFrame,
+	}
+)
+
+func limitOf(op string) frameLimit {
+	if l, ok := frameLimits[op]; ok {
+		return l
+	}
+	return smallFrame
+}
+
+// frameError is a frame agentd refuses: the worker broke the protocol.
+type frameError struct{ msg string }
+
+func (e *frameError) Error() string { return e.msg }
 
 // frame is one message from the worker.
 type frame struct {
@@ -51,9 +97,11 @@ type message struct {
 
 // worker is one python3 process and the pipes to it.
 type worker struct {
-	cmd    *exec.Cmd
-	toW    *os.File // fd 3 of the worker
-	fromW  *os.File // fd 4 of the worker
+	cmd   *exec.Cmd
+	toW   *os.File // fd 3 of the worker
+	fromW *os.File // fd 4 of the worker
+	// frames is unbuffered: the reader holds at most one frame beyond the
+	// one being served, so a worker never makes agentd hold more.
 	frames chan frame
 	quit   chan struct{}
 	reader sync.WaitGroup
@@ -72,7 +120,21 @@ func env(home string) []string {
 	}
 }
 
+// workerConfig is worker.py's one argument.
+type workerConfig struct {
+	Hide           []string              `json:"hide"`
+	Frames         map[string]frameLimit `json:"frames"`
+	OutChunk       int                   `json:"out_chunk"`
+	DisplayPixels  int                   `json:"display_pixels"`
+	TracebackChars int                   `json:"traceback_chars"`
+}
+
 func startWorker(python, dir string, hide []string, stdio *tailBuffer) (*worker, error) {
+	cfg, err := json.Marshal(workerConfig{Hide: hide, Frames: frameLimits, OutChunk: outChunkChars,
+		DisplayPixels: MaxDisplayPixels, TracebackChars: tracebackChars})
+	if err != nil {
+		return nil, fmt.Errorf("worker configuration: %w", err)
+	}
 	toR, toW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("worker pipe: %w", err)
@@ -84,7 +146,7 @@ func startWorker(python, dir string, hide []string, stdio *tailBuffer) (*worker,
 		return nil, fmt.Errorf("worker pipe: %w", err)
 	}
 	work := filepath.Join(dir, "work")
-	cmd := exec.Command(python, append([]string{"-I", filepath.Join(dir, "lib", "worker.py")}, hide...)...)
+	cmd := exec.Command(python, "-I", filepath.Join(dir, "lib", "worker.py"), string(cfg))
 	cmd.Dir = work
 	cmd.Env = env(work)
 	cmd.ExtraFiles = []*os.File{toR, fromW}
@@ -100,7 +162,7 @@ func startWorker(python, dir string, hide []string, stdio *tailBuffer) (*worker,
 		fromR.Close()
 		return nil, fmt.Errorf("start %s: %w", python, err)
 	}
-	w := &worker{cmd: cmd, toW: toW, fromW: fromR, frames: make(chan frame, 8), quit: make(chan struct{})}
+	w := &worker{cmd: cmd, toW: toW, fromW: fromR, frames: make(chan frame), quit: make(chan struct{})}
 	w.reader.Add(1)
 	go w.read()
 	return w, nil
@@ -124,27 +186,40 @@ func (w *worker) read() {
 	}
 }
 
-// readFrame reads one frame. The worker runs the model's code, which can
-// write anything to its pipe: a frame over the limits or not JSON is an
-// error, and the worker is stopped.
+// readFrame reads one frame, never allocating more than its kind allows:
+// the header's length is checked before it is read, the payload's once
+// the header says what the frame is.
 func readFrame(r io.Reader) (frame, error) {
 	var hdr [8]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return frame{}, err
 	}
 	hl, pl := binary.BigEndian.Uint32(hdr[:4]), binary.BigEndian.Uint32(hdr[4:])
-	if hl > maxFrameHead || pl > maxFramePayload {
-		return frame{}, fmt.Errorf("worker frame of %d+%d bytes is over the limit", hl, pl)
+	if hl > maxFrameHead {
+		return frame{}, &frameError{fmt.Sprintf("the worker wrote a frame with a %d-byte header; agentd takes at most %d", hl, maxFrameHead)}
 	}
-	buf := make([]byte, int(hl)+int(pl))
-	if _, err := io.ReadFull(r, buf); err != nil {
+	head := make([]byte, hl)
+	if _, err := io.ReadFull(r, head); err != nil {
 		return frame{}, err
 	}
 	var f frame
-	if err := json.Unmarshal(buf[:hl], &f.head); err != nil {
-		return frame{}, fmt.Errorf("malformed worker frame: %w", err)
+	if err := json.Unmarshal(head, &f.head); err != nil {
+		return frame{}, &frameError{fmt.Sprintf("the worker wrote a malformed frame: %v", err)}
 	}
-	f.payload = buf[hl:]
+	lim := limitOf(f.head.Op)
+	if int64(hl) > int64(lim.Head) || int64(pl) > int64(lim.Payload) {
+		op := f.head.Op
+		if len(op) > 32 {
+			op = op[:32] + "…"
+		}
+		return frame{}, &frameError{fmt.Sprintf("the worker wrote a %q frame of %d+%d bytes; agentd takes at most %d+%d for it", op, hl, pl, lim.Head, lim.Payload)}
+	}
+	if pl > 0 {
+		f.payload = make([]byte, pl)
+		if _, err := io.ReadFull(r, f.payload); err != nil {
+			return frame{}, err
+		}
+	}
 	return f, nil
 }
 

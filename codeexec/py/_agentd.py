@@ -14,6 +14,12 @@ import threading
 _rd = os.fdopen(3, "rb", buffering=0)
 _wr = os.fdopen(4, "wb", buffering=0)
 _pending = []  # printed text not yet sent
+# agentd's caps on each kind of frame (op: (header, payload) bytes), set by
+# the worker from its configuration: a frame over them would stop the
+# worker, so it is refused here with an exception instead.
+limits = {}
+small = (4096, 0)
+out_chunk = 8192  # characters of printed text per frame
 # One exchange at a time: threads of the code share the pipes, and a
 # request's answer must go to the thread that asked.
 _lock = threading.RLock()
@@ -42,6 +48,10 @@ def recv():
 
 def _send(head, payload=b""):
     j = json.dumps(head, ensure_ascii=False).encode("utf-8")
+    max_head, max_payload = limits.get(head.get("op"), small)
+    if len(j) > max_head or len(payload) > max_payload:
+        raise ValueError("a %s message of %d+%d bytes is over agentd's limit of %d+%d bytes"
+                         % (head.get("op"), len(j), len(payload), max_head, max_payload))
     _wr.write(struct.pack(">II", len(j), len(payload)) + j)
     if payload:
         _wr.write(payload)
@@ -64,11 +74,14 @@ def write(text):
 
 
 def flush():
+    """Sends pending text in chunks that keep within the "out" frame's cap
+    whatever the characters (JSON escapes at most 6 bytes for one)."""
     with _lock:
         if _pending:
             text = "".join(_pending)
             _pending.clear()
-            _send({"op": "out", "text": text})
+            for i in range(0, len(text), out_chunk):
+                _send({"op": "out", "text": text[i:i + out_chunk]})
 
 
 _execs = []  # exec messages read by another thread, in order

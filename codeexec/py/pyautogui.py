@@ -386,8 +386,9 @@ def write(message, interval=0.0, logScreenshot=None, _pause=True):
     """Types a string exactly (any Unicode), or presses a list of key names."""
     if isinstance(message, str):
         if not interval:
-            if message:
-                _act({"type": "type", "text": message}, _pause)
+            # In pieces agentd takes in one action (64 KiB of UTF-8).
+            for i in range(0, len(message), 16384):
+                _act({"type": "type", "text": message[i:i + 16384]}, _pause and i + 16384 >= len(message))
             return
         message = list(message)
     for i, k in enumerate(message):

@@ -6,6 +6,7 @@ descriptors 3 (from agentd) and 4 (to agentd) only.
 
 import ctypes
 import io
+import json
 import linecache
 import os
 import stat
@@ -42,16 +43,25 @@ def log(*values):
     print(*values)
 
 
+_display_pixels = 1 << 24  # set from the configuration
+_traceback_chars = 16384
+
+
 def display(image):
     """Shows an image to the model: a PIL image, or PNG bytes. An image larger
     than the session's view is scaled down to fit it."""
     if isinstance(image, (bytes, bytearray, memoryview)):
-        _agentd.send({"op": "image", "format": "png"}, bytes(image))
+        image = bytes(image)
+        if len(image) > 4 * _display_pixels:
+            raise ValueError("display() takes PNG bytes of at most %d bytes, not %d" % (4 * _display_pixels, len(image)))
+        _agentd.send({"op": "image", "format": "png"}, image)
         return
     if hasattr(image, "tobytes") and hasattr(image, "size") and hasattr(image, "convert"):
+        w, h = image.size
+        if w * h > _display_pixels:
+            raise ValueError("display() takes images of at most %d pixels, not %d×%d: scale it down first" % (_display_pixels, w, h))
         if image.mode != "RGBA":
             image = image.convert("RGBA")
-        w, h = image.size
         _agentd.send({"op": "image", "format": "rgba", "width": w, "height": h}, image.tobytes())
         return
     raise TypeError("display() takes a PIL image or PNG bytes, not " + type(image).__name__)
@@ -73,7 +83,11 @@ def _traceback(exc, filename):
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != filename:
         tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    if len(text) > _traceback_chars:
+        # The end names the exception: keep it.
+        text = "[traceback cut to its last %d characters]\n" % _traceback_chars + text[-_traceback_chars:]
+    return text
 
 
 def _landlock(hidden):
@@ -137,9 +151,19 @@ def _landlock(hidden):
     return None
 
 
+def _configure(cfg):
+    global _display_pixels, _traceback_chars
+    _agentd.limits = {op: (lim["head"], lim["payload"]) for op, lim in cfg["frames"].items()}
+    _agentd.out_chunk = cfg["out_chunk"]
+    _display_pixels = cfg["display_pixels"]
+    _traceback_chars = cfg["traceback_chars"]
+
+
 def main():
-    if len(sys.argv) > 1:
-        why = _landlock(sys.argv[1:])
+    cfg = json.loads(sys.argv[1])
+    _configure(cfg)
+    if cfg.get("hide"):
+        why = _landlock(cfg["hide"])
         if why is not None:
             _agentd.send({"op": "sandbox", "error": why})
     sys.stdout = sys.stderr = _Out()
