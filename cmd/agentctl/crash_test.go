@@ -263,3 +263,58 @@ func TestCrashResumeOtherView(t *testing.T) {
 		}
 	}
 }
+
+// A resume without --view goes on in the run's own view, not the default
+// one: the model's click lands where it aimed in the run's image space. A
+// record from before the start note held the view resumes in the
+// checkpoint's image space.
+func TestCrashResumeInTheRunsView(t *testing.T) {
+	r := newCrashRig(t)
+	for _, noted := range []bool{false, true} {
+		srv, url := respserver.Start(crashScript()...)
+		r.rec.Clear()
+		recordDir := t.TempDir()
+		out, err := r.command(url, "response:2", "--view", "320x200", "--max-steps", "6", "--record-dir", recordDir, "click and type").CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("agentctl with %s=response:2: %v, want it killed\n%s", crashEnv, err, out)
+		}
+		runs, _ := filepath.Glob(filepath.Join(recordDir, "*"))
+		if len(runs) != 1 {
+			t.Fatalf("records %v", runs)
+		}
+		if !noted {
+			events := filepath.Join(runs[0], "events.jsonl")
+			data, err := os.ReadFile(events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := strings.Replace(string(data), `,"view":"320x200"`, "", 1)
+			if err := os.WriteFile(events, []byte(old), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resume := exec.Command(r.agentctl, "run", "--guest", r.addr, "--resume", runs[0])
+		resume.Env = append(os.Environ(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY=sk-crash-test", "AGENTD_TOKEN="+crashToken)
+		if out, err := resume.CombinedOutput(); err != nil {
+			t.Fatalf("resume without --view (view noted: %v): %v\n%s", noted, err, out)
+		}
+		srv.Close()
+		r.verify("abcde")
+		for _, e := range r.rec.Events() {
+			if e.Kind == xrecorder.ButtonPress && (e.X != 200 || e.Y != 200) {
+				t.Fatalf("the model's click at 100,100 of its 320x200 view landed at %d,%d, want 200,200 (view noted: %v)", e.X, e.Y, noted)
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(runs[0], "events.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if noted && !strings.Contains(string(data), `"view":"320x200"`) {
+			t.Fatalf("the start note has no view:\n%s", data)
+		}
+		if note := resumeNote(t, runs[0]); !strings.Contains(note, `"view":"320x200"`) {
+			t.Fatalf("the resume line does not say its view: %s", note)
+		}
+	}
+}

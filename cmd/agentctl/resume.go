@@ -27,6 +27,12 @@ type startNote struct {
 	// ContextImages and ContextBytes are the run's context budget.
 	ContextImages int `json:"context_images"`
 	ContextBytes  int `json:"context_bytes"`
+	// View is the --view the model's screenshots were made in (absent in
+	// records from before it was noted: the checkpoint's image space then).
+	View    string `json:"view"`
+	Confirm bool   `json:"confirm"`
+	Stream  bool   `json:"stream"`
+	Eager   bool   `json:"eager"`
 	// lastShot is the path of the last screenshot the record holds.
 	lastShot string
 }

@@ -128,3 +128,54 @@ func TestRunResumeReconcile(t *testing.T) {
 		t.Fatalf("record:\n%s", e)
 	}
 }
+
+// A run started with --confirm resumes asking before each action (here with
+// no terminal to ask on, so the resumed action is refused), unless the
+// resume's own --confirm=false says otherwise.
+func TestRunResumeKeepsConfirm(t *testing.T) {
+	for _, flags := range [][]string{nil, {"--confirm=false"}} {
+		failing := respserver.Call(`{"type":"type","text":"once"}`)
+		failing.Fail500 = 3
+		_, d, dir := harness(t,
+			respserver.Call(`{"type":"screenshot"}`),
+			respserver.Call(`{"type":"click","x":10,"y":10}`),
+			failing,
+			respserver.Final("done"))
+		var out bytes.Buffer
+		if err := runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--max-steps", "5", "--record-dir", dir, "the task"},
+			devNull(t), &out, &out); err == nil {
+			t.Fatalf("first run: want the 500\n%s", out.String())
+		}
+		runs, _ := filepath.Glob(filepath.Join(dir, "*"))
+		events := filepath.Join(runs[0], "events.jsonl")
+		data, err := os.ReadFile(events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As if the run had been started with --confirm (asking needs a
+		// terminal this test has not got).
+		confirmed := strings.Replace(string(data), `"confirm":false`, `"confirm":true`, 1)
+		if confirmed == string(data) {
+			t.Fatalf("the start note does not say --confirm:\n%s", data)
+		}
+		if err := os.WriteFile(events, []byte(confirmed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d.actions = nil
+		out.Reset()
+		args := append([]string{"--guest", "127.0.0.1:7000", "--resume", runs[0]}, flags...)
+		err = runCommand(context.Background(), args, devNull(t), &out, &out)
+		want := 0
+		if flags != nil {
+			want = 1
+			if err != nil {
+				t.Fatalf("resume %v: %v\n%s", flags, err, out.String())
+			}
+		} else if err == nil || !strings.Contains(err.Error(), "before_action not approved") {
+			t.Fatalf("resume of a --confirm run with no terminal: %v, want the action refused\n%s", err, out.String())
+		}
+		if len(d.actions) != want {
+			t.Fatalf("resume %v ran %v, want %d actions\n%s", flags, d.actions, want, out.String())
+		}
+	}
+}

@@ -74,7 +74,8 @@ Uses OPENAI_API_KEY, and OPENAI_BASE_URL when set. Pending safety checks
 --console, in the page; without either they are refused.
 Each run keeps checkpoints in its record (ledger/); --resume continues a run
 that stopped (crash, kill, error) from the end of its last completed step,
-with the remaining request budget, the same task and model. If it stopped
+with the remaining request budget, the same task and model, and the run's
+--view, --confirm, --stream, --eager and context budget unless given. If it stopped
 during an action, that action may or may not have run: it is shown with the
 last screenshot and asked about on the terminal (or given with --reconcile);
 it is never run again unless answered not-done.`)
@@ -87,6 +88,8 @@ it is never run again unless answered not-done.`)
 		return err
 	}
 	task := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := budget.check(fs); err != nil {
 		return err
 	}
@@ -120,6 +123,24 @@ it is never run again unless answered not-done.`)
 			return fmt.Errorf("--resume: the run used --mode %s; only computer mode runs resume so far", start.Mode)
 		}
 		*mode = "computer"
+		// The run goes on as it started unless a flag says otherwise: the
+		// checkpoint's calls are in the image space of the run's view.
+		if !set["view"] {
+			if start.View != "" {
+				*viewSize = start.View
+			} else if sp := c.ImageSpace; sp.W > 0 && sp.H > 0 {
+				*viewSize = fmt.Sprintf("%dx%d", sp.W, sp.H)
+			}
+		}
+		if !set["confirm"] {
+			*confirm = start.Confirm
+		}
+		if !set["stream"] {
+			*stream = start.Stream
+		}
+		if !set["eager"] {
+			*eager = start.Eager && *stream
+		}
 		if uncertain, err = cp.Uncertain(); err != nil {
 			return fmt.Errorf("--resume %s: %w", *resume, err)
 		}
@@ -192,6 +213,7 @@ it is never run again unless answered not-done.`)
 		note := map[string]any{
 			"step": cp.Step, "phase": cp.Phase, "requests_left": cp.MaxSteps - cp.Step + 1,
 			"completed_calls": len(cp.Completed), "guest": g.addr, "api": apiEndpoint(),
+			"view": *viewSize, "confirm": *confirm, "stream": *stream, "eager": *eager,
 		}
 		if cp.CallID != "" {
 			note["call_id"] = cp.CallID
@@ -208,6 +230,7 @@ it is never run again unless answered not-done.`)
 		rec.Note("start", map[string]any{
 			"task": task, "model": *model, "mode": *mode, "guest": g.addr, "max_steps": *maxSteps, "api": apiEndpoint(),
 			"context_images": budget.images, "context_bytes": budget.bytes,
+			"view": *viewSize, "confirm": *confirm, "stream": *stream, "eager": *eager,
 		})
 		if led, err = ledger.Open(ledgerDir(dir)); err != nil {
 			return err
