@@ -125,14 +125,95 @@ func TestPyautoguiLandsExactly(t *testing.T) {
 			"pyautogui.click(-1, 10)":                   "OutOfScreenError",
 			"pyautogui.press('nosuchkey')":              "ValueError: unknown key name 'nosuchkey'",
 			"pyautogui.press('yen')":                    "has no key on agentd's keyboard",
-			"pyautogui.locateOnScreen('x.png')":         "NotImplementedError: pyautogui.locateOnScreen is not available",
-			"pyautogui.click('button.png')":             "NotImplementedError: locating an image",
+			"pyautogui.locateOnScreen('x.png')":         "NotAvailableError: pyautogui.locateOnScreen is not available",
+			"pyautogui.click('button.png')":             "NotAvailableError: locating an image",
 			"pyautogui.click(10, 10, button='x')":       "ValueError: button must be",
 			"pyautogui.screenshot(region=(0,0,1441,1))": "OutOfScreenError: region",
 		} {
 			res := d.exec(t, code, 0)
 			if !strings.Contains(res.Traceback, want) {
 				t.Errorf("%s: traceback %q, want it to contain %q", code, res.Traceback, want)
+			}
+		}
+	})
+}
+
+// TestPyautoguiNamesScriptsUse: the names of pyautogui's own API list and
+// tests that scripts use, on the real worker and X server: every tween runs
+// from 0 to 1 and a tweened move steps along its line to land exactly on
+// its target; write presses Backspace, Enter and Tab for \b, \n and \t;
+// isShiftCharacter, getPointOnLine and center answer as pyautogui's do;
+// onScreen refuses what is not a point with PyAutoGUIException; pause= is
+// taken everywhere.
+func TestPyautoguiNamesScriptsUse(t *testing.T) {
+	d := newDesk(t)
+	d.run(t, "pyautogui.PAUSE = 0")
+
+	t.Run("tweens", func(t *testing.T) {
+		res := d.run(t, `names = """linear easeInQuad easeOutQuad easeInOutQuad easeInCubic easeOutCubic easeInOutCubic
+easeInQuart easeOutQuart easeInOutQuart easeInQuint easeOutQuint easeInOutQuint easeInSine easeOutSine easeInOutSine
+easeInExpo easeOutExpo easeInOutExpo easeInCirc easeOutCirc easeInOutCirc easeInElastic easeOutElastic
+easeInOutElastic easeInBack easeOutBack easeInOutBack easeInBounce easeOutBounce easeInOutBounce""".split()
+bad = [n for n in names if getattr(pyautogui, n)(0) != 0 or getattr(pyautogui, n)(1) != 1]
+print(len(names), bad, round(pyautogui.easeInOutQuad(0.25), 6), round(pyautogui.easeOutBounce(0.5), 6),
+      round(pyautogui.easeOutElastic(0.1), 6), round(pyautogui.easeInBack(0.5), 6))`)
+		if want := "31 [] 0.125 0.765625 1.25 -0.087698\n"; res.Output != want {
+			t.Fatalf("tweens: output %q, want %q", res.Output, want)
+		}
+	})
+
+	t.Run("tweened moves land exactly", func(t *testing.T) {
+		d.rec.Clear()
+		d.run(t, "pyautogui.moveTo(100, 100)\npyautogui.moveTo(500, 300, duration=0.3, tween=pyautogui.easeInOutQuad)\n"+
+			"pyautogui.click()\npyautogui.moveTo(700, 100)\npyautogui.dragTo(900, 200, 0.3, pyautogui.easeOutBack)")
+		d.rec.Sync(t)
+		evs := d.rec.Events()
+		if got, want := buttons(evs), []string{"press 1 at 500,300", "release 1 at 500,300", "press 1 at 700,100", "release 1 at 900,200"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("buttons %q, want %q", got, want)
+		}
+		// The move from 100,100 passes points on its line (y = x/2 + 50),
+		// not one jump.
+		between := 0
+		for _, e := range evs {
+			if e.Kind == xrecorder.Motion && e.X > 100 && e.X < 500 {
+				if off := 2*e.Y - e.X - 100; off < -2 || off > 2 {
+					t.Fatalf("the tweened move left its line at %d,%d", e.X, e.Y)
+				}
+				between++
+			}
+		}
+		if between < 3 {
+			t.Fatalf("the tweened move passed %d points between its ends, want steps: %v", between, evs)
+		}
+	})
+
+	t.Run("write presses Backspace, Enter and Tab", func(t *testing.T) {
+		d.rec.Clear()
+		d.run(t, `pyautogui.write('a\bb\n\t')`)
+		d.rec.Sync(t)
+		var got []string
+		for _, e := range d.rec.Events() {
+			if e.Kind == xrecorder.KeyPress {
+				got = append(got, fmt.Sprintf("%#x", e.Keysym))
+			}
+		}
+		if want := []string{"0x61", "0xff08", "0x62", "0xff0d", "0xff09"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("key presses %v, want a, BackSpace, b, Return, Tab %v", got, want)
+		}
+	})
+
+	t.Run("helpers", func(t *testing.T) {
+		res := d.run(t, "print(pyautogui.isShiftCharacter('A'), pyautogui.isShiftCharacter('a'), pyautogui.isShiftCharacter('?'), "+
+			"pyautogui.getPointOnLine(0, 0, 10, 20, 0.25), pyautogui.center((10, 20, 30, 41)), "+
+			"pyautogui.onScreen((1439, 899)), pyautogui.onScreen([1440, 0]), pyautogui.onScreen(pyautogui.Point(5, 5)))\n"+
+			"pyautogui.moveTo(5, 6, pause=0.01)\npyautogui.press('shift', pause=0)\nprint(pyautogui.position())")
+		if want := "True False True (2.5, 5.0) Point(x=25, y=40) True False True\nPoint(x=5, y=6)\n"; res.Output != want {
+			t.Fatalf("output %q, want %q", res.Output, want)
+		}
+		for _, bad := range []string{"'bad'", "0", "[0, 0], 0", "(1, 2, 3)"} {
+			res := d.run(t, "try:\n    pyautogui.onScreen("+bad+")\n    print('no error')\nexcept pyautogui.PyAutoGUIException as e:\n    print(type(e).__name__)")
+			if res.Output == "no error\n" {
+				t.Errorf("onScreen(%s) raised no PyAutoGUIException", bad)
 			}
 		}
 	})

@@ -8,6 +8,8 @@ screen. A point outside the view raises, it is never clamped.
 """
 
 import collections
+import collections.abc
+import math as _math
 import time as _time
 
 import _agentd
@@ -25,6 +27,12 @@ MINIMUM_DURATION = 0.1
 MINIMUM_SLEEP = 0.05
 DARWIN_CATCH_UP_TIME = 0.01
 LOG_SCREENSHOTS = False
+LOG_SCREENSHOTS_LIMIT = 10
+G_LOG_SCREENSHOTS_FILENAMES = []
+
+# pyautogui's keyboard layouts (only their characters; typing uses the text as it is).
+QWERTY = r"""`1234567890-=qwertyuiop[]\asdfghjkl;'zxcvbnm,./~!@#$%^&*()_+QWERTYUIOP{}|ASDFGHJKL:"ZXCVBNM<>?"""
+QWERTZ = r"""=1234567890/0qwertzuiop89-asdfghjkl,\yxcvbnm,.7+!@#$%^&*()?)QWERTZUIOP*(_ASDFGHJKL<|YXCVBNM<>&"""
 
 
 class PyAutoGUIException(Exception):
@@ -41,6 +49,18 @@ class ImageNotFoundException(PyAutoGUIException):
 
 class OutOfScreenError(PyAutoGUIException, ValueError):
     """A point outside the screen (the session's view)."""
+
+
+class PointValueError(PyAutoGUIException, ValueError):
+    """A point given in a shape pyautogui does not take (a ValueError there too)."""
+
+
+class PointTypeError(PyAutoGUIException, TypeError):
+    """A point given with a part missing or not a number (a TypeError there too)."""
+
+
+class NotAvailableError(PyAutoGUIException, NotImplementedError):
+    """A pyautogui function this module does not offer (image search, dialogs)."""
 
 
 _agentd.errors.update({"failsafe": FailSafeException, "bounds": OutOfScreenError, "value": ValueError})
@@ -60,7 +80,7 @@ def _begin(head):
 
 # pyautogui's key names, and the names agentd's executor knows them by.
 _KEYS = {
-    "\t": "Tab", "\n": "Return", "\r": "Return", " ": "space",
+    "\t": "Tab", "\n": "Return", "\r": "Return", " ": "space", "\b": "BackSpace",
     "add": "KP_Add", "alt": "alt", "altleft": "Alt_L", "altright": "Alt_R", "apps": "Menu",
     "backspace": "BackSpace", "browserback": "XF86Back", "browserforward": "XF86Forward",
     "browserhome": "XF86HomePage", "browserrefresh": "XF86Refresh", "browsersearch": "XF86Search",
@@ -120,19 +140,30 @@ def _button(button):
 
 def _coord(v, what):
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise TypeError("%s must be a number, not %r" % (what, v))
+        raise PointTypeError("%s must be a number, not %r" % (what, v))
     return int(v)
 
 
-def _point(x, y):
-    """pyautogui's ways of giving a point: x, y; (x, y); None for the
-    current position. Image search by file name is not offered."""
+def _unpack(x, y):
+    """pyautogui's ways of giving a point: x, y; (x, y); a box (left, top,
+    width, height) for its centre. Image search by file name is not offered."""
     if isinstance(x, str):
-        raise NotImplementedError("locating an image on the screen (%r) is not available in agentd's pyautogui" % x)
-    if isinstance(x, (tuple, list)):
-        if len(x) != 2:
-            raise ValueError("a point needs 2 coordinates, got %r" % (x,))
-        x, y = x
+        raise NotAvailableError("locating an image on the screen (%r) is not available in agentd's pyautogui" % x)
+    if isinstance(x, collections.abc.Sequence):
+        if y is not None:
+            raise PointValueError("with a sequence as x, give no y (got %r)" % (y,))
+        if len(x) == 2:
+            x, y = x
+        elif len(x) == 4:
+            x, y = center(x)
+        else:
+            raise PointValueError("a point is 2 numbers, or a box 4, not %d: %r" % (len(x), x))
+    return x, y
+
+
+def _point(x, y):
+    """A point as _unpack reads it; a None coordinate is the pointer's."""
+    x, y = _unpack(x, y)
     if x is None or y is None:
         px, py = position()
         x = px if x is None else x
@@ -140,24 +171,166 @@ def _point(x, y):
     return _coord(x, "x"), _coord(y, "y")
 
 
-def _act(action, _pause=True):
+def _act(action, _pause=True, pause=None):
     _agentd.call({"op": "act", "action": action, "failsafe": bool(FAILSAFE)})
-    _pause_after(_pause)
+    _pause_after(_pause, pause)
 
 
-def _hold(down, key=None, button=None, _pause=True):
+def _hold(down, key=None, button=None, _pause=True, pause=None):
     head = {"op": "hold", "down": down, "failsafe": bool(FAILSAFE)}
     if key is not None:
         head["key"] = key
     else:
         head["button"] = button
     _agentd.call(head)
-    _pause_after(_pause)
+    _pause_after(_pause, pause)
 
 
-def _pause_after(_pause):
-    if _pause and PAUSE:
+def _pause_after(_pause, pause=None):
+    """pyautogui's pause after a call: pause seconds if given, else PAUSE."""
+    if pause is not None:
+        _time.sleep(pause)
+    elif _pause and PAUSE:
         _time.sleep(PAUSE)
+
+
+# Tweens: pyautogui's (pytweening's) easing functions, the standard Penner
+# equations. Each maps progress n in [0, 1] to the share of the way covered,
+# 0 at 0 and 1 at 1 (the elastic and back ones overshoot in between).
+def _tween(f):
+    def tween(n, *args, **kwargs):
+        if not 0.0 <= n <= 1.0:
+            raise ValueError("a tween's argument must be between 0.0 and 1.0, not %r" % (n,))
+        if n == 0 or n == 1:
+            return float(n)
+        return f(n, *args, **kwargs)
+
+    tween.__name__ = f.__name__
+    tween.__doc__ = f.__doc__
+    return tween
+
+
+def _in_out(ease_in, ease_out):
+    return lambda n, *a, **k: ease_in(2 * n, *a, **k) / 2 if n < 0.5 else 0.5 + ease_out(2 * n - 1, *a, **k) / 2
+
+
+def getPointOnLine(x1, y1, x2, y2, n):
+    """The (x, y) a share n of the way from (x1, y1) to (x2, y2)."""
+    return ((x2 - x1) * n) + x1, ((y2 - y1) * n) + y1
+
+
+@_tween
+def linear(n):
+    return n
+
+
+def _power_tweens(p):
+    def ease_in(n):
+        return n ** p
+
+    def ease_out(n):
+        return 1 - (1 - n) ** p
+
+    return ease_in, ease_out, _in_out(ease_in, ease_out)
+
+
+easeInQuad, easeOutQuad, easeInOutQuad = (_tween(f) for f in _power_tweens(2))
+easeInCubic, easeOutCubic, easeInOutCubic = (_tween(f) for f in _power_tweens(3))
+easeInQuart, easeOutQuart, easeInOutQuart = (_tween(f) for f in _power_tweens(4))
+easeInQuint, easeOutQuint, easeInOutQuint = (_tween(f) for f in _power_tweens(5))
+
+
+def _sine_in(n):
+    return 1 - _math.cos(n * _math.pi / 2)
+
+
+def _sine_out(n):
+    return _math.sin(n * _math.pi / 2)
+
+
+easeInSine, easeOutSine = _tween(_sine_in), _tween(_sine_out)
+easeInOutSine = _tween(lambda n: (1 - _math.cos(_math.pi * n)) / 2)
+
+
+def _expo_in(n):
+    return 2 ** (10 * (n - 1)) if n else 0.0
+
+
+def _expo_out(n):
+    return 1 - 2 ** (-10 * n) if n != 1 else 1.0
+
+
+easeInExpo, easeOutExpo, easeInOutExpo = _tween(_expo_in), _tween(_expo_out), _tween(_in_out(_expo_in, _expo_out))
+
+
+def _circ_in(n):
+    return 1 - _math.sqrt(1 - n * n)
+
+
+def _circ_out(n):
+    return _math.sqrt(1 - (n - 1) ** 2)
+
+
+easeInCirc, easeOutCirc, easeInOutCirc = _tween(_circ_in), _tween(_circ_out), _tween(_in_out(_circ_in, _circ_out))
+
+
+def _elastic_out(n, amplitude=1, period=0.3):
+    if n in (0, 1):
+        return float(n)
+    if amplitude < 1:
+        amplitude, s = 1, period / 4
+    else:
+        s = period / (2 * _math.pi) * _math.asin(1 / amplitude)
+    return amplitude * 2 ** (-10 * n) * _math.sin((n - s) * (2 * _math.pi / period)) + 1
+
+
+def _elastic_in(n, amplitude=1, period=0.3):
+    return 1 - _elastic_out(1 - n, amplitude, period)
+
+
+easeInElastic, easeOutElastic = _tween(_elastic_in), _tween(_elastic_out)
+
+
+@_tween
+def easeInOutElastic(n, amplitude=1, period=0.5):
+    return _in_out(_elastic_in, _elastic_out)(n, amplitude, period)
+
+
+def _back_in(n, s=1.70158):
+    return n * n * ((s + 1) * n - s)
+
+
+def _back_out(n, s=1.70158):
+    return 1 - _back_in(1 - n, s)
+
+
+easeInBack, easeOutBack = _tween(_back_in), _tween(_back_out)
+
+
+@_tween
+def easeInOutBack(n, s=1.70158):
+    return _in_out(_back_in, _back_out)(n, s * 1.525)
+
+
+def _bounce_out(n):
+    if n < 1 / 2.75:
+        return 7.5625 * n * n
+    if n < 2 / 2.75:
+        n -= 1.5 / 2.75
+        return 7.5625 * n * n + 0.75
+    if n < 2.5 / 2.75:
+        n -= 2.25 / 2.75
+        return 7.5625 * n * n + 0.9375
+    n -= 2.625 / 2.75
+    return 7.5625 * n * n + 0.984375
+
+
+def _bounce_in(n):
+    return 1 - _bounce_out(1 - n)
+
+
+easeInBounce, easeOutBounce, easeInOutBounce = (_tween(_bounce_in), _tween(_bounce_out),
+                                                _tween(_in_out(_bounce_in, _bounce_out)))
 
 
 def size():
@@ -175,134 +348,191 @@ def position(x=None, y=None):
 
 
 def onScreen(x, y=None):
-    x, y = _point(x, y)
+    """Whether (x, y), or the point x, is on the screen (the session's view)."""
+    x, y = _unpack(x, y)
+    if x is None or y is None:
+        raise PointTypeError("onScreen needs both coordinates, got x=%r y=%r" % (x, y))
+    x, y = _coord(x, "x"), _coord(y, "y")
     return 0 <= x < _size.width and 0 <= y < _size.height
 
 
-def click(x=None, y=None, clicks=1, interval=0.0, button=PRIMARY, duration=0.0, tween=None,
+def center(coords):
+    """The centre Point of a box (left, top, width, height)."""
+    return Point(coords[0] + int(coords[2] / 2), coords[1] + int(coords[3] / 2))
+
+
+def _glide(x, y, duration, tween):
+    """The points a move to (x, y) passes, as pyautogui plans them: with a
+    duration over MINIMUM_DURATION, steps along the tween at least
+    MINIMUM_SLEEP apart, else one step. Intermediate points are kept inside
+    the view (a tween may overshoot); the last is (x, y) itself."""
+    if not duration or duration <= MINIMUM_DURATION:
+        return [(x, y)], 0.0
+    if tween is None:
+        tween = linear
+    sx, sy = position()
+    w, h = _size
+    steps = max(w, h)
+    nap = duration / steps
+    if nap < MINIMUM_SLEEP:
+        steps = int(duration / MINIMUM_SLEEP)
+        nap = duration / steps
+    points = []
+    for i in range(steps):
+        px, py = getPointOnLine(sx, sy, x, y, tween(i / steps))
+        points.append((min(max(int(round(px)), 0), w - 1), min(max(int(round(py)), 0), h - 1)))
+    points.append((x, y))
+    return points, nap
+
+
+def _move(x, y, duration, tween):
+    """Moves the pointer to (x, y), over duration along tween."""
+    points, nap = _glide(x, y, duration, tween)
+    last = None
+    for p in points:
+        if nap:
+            _time.sleep(nap)
+        if p != last:
+            _act({"type": "move", "x": p[0], "y": p[1]}, False)
+            last = p
+
+
+def click(x=None, y=None, clicks=1, interval=0.0, button=PRIMARY, duration=0.0, tween=linear, pause=None,
           logScreenshot=None, _pause=True):
-    """Clicks at (x, y) (default: where the pointer is). Movement is
-    immediate: duration and tween are accepted and ignored."""
+    """Clicks at (x, y) (default: where the pointer is), moving there over
+    duration along tween first if duration is given."""
     x, y = _point(x, y)
     b = _button(button)
     if not isinstance(clicks, int) or clicks < 0:
         raise ValueError("clicks must be a whole number >= 0, not %r" % (clicks,))
+    if duration and duration > MINIMUM_DURATION:
+        _move(x, y, duration, tween)
     if clicks == 0:
-        _act({"type": "move", "x": x, "y": y}, _pause)
+        _act({"type": "move", "x": x, "y": y}, _pause, pause)
         return
     if clicks == 2 and not interval and b == "left":
-        _act({"type": "double_click", "x": x, "y": y}, _pause)
+        _act({"type": "double_click", "x": x, "y": y}, _pause, pause)
         return
     for i in range(clicks):
         if i and interval:
             _time.sleep(interval)
-        _act({"type": "click", "x": x, "y": y, "button": b}, _pause and i == clicks - 1)
+        last = i == clicks - 1
+        _act({"type": "click", "x": x, "y": y, "button": b}, _pause and last, pause if last else None)
 
 
-def leftClick(x=None, y=None, interval=0.0, duration=0.0, tween=None, _pause=True):
-    click(x, y, 1, interval, LEFT, _pause=_pause)
+def leftClick(x=None, y=None, interval=0.0, duration=0.0, tween=linear, pause=None, logScreenshot=None, _pause=True):
+    click(x, y, 1, interval, LEFT, duration, tween, pause, _pause=_pause)
 
 
-def rightClick(x=None, y=None, interval=0.0, duration=0.0, tween=None, _pause=True):
-    click(x, y, 1, interval, RIGHT, _pause=_pause)
+def rightClick(x=None, y=None, interval=0.0, duration=0.0, tween=linear, pause=None, logScreenshot=None, _pause=True):
+    click(x, y, 1, interval, RIGHT, duration, tween, pause, _pause=_pause)
 
 
-def middleClick(x=None, y=None, interval=0.0, duration=0.0, tween=None, _pause=True):
-    click(x, y, 1, interval, MIDDLE, _pause=_pause)
+def middleClick(x=None, y=None, interval=0.0, duration=0.0, tween=linear, pause=None, logScreenshot=None,
+                _pause=True):
+    click(x, y, 1, interval, MIDDLE, duration, tween, pause, _pause=_pause)
 
 
-def doubleClick(x=None, y=None, interval=0.0, button=LEFT, duration=0.0, tween=None, _pause=True):
-    click(x, y, 2, interval, button, _pause=_pause)
+def doubleClick(x=None, y=None, interval=0.0, button=LEFT, duration=0.0, tween=linear, pause=None,
+                logScreenshot=None, _pause=True):
+    click(x, y, 2, interval, button, duration, tween, pause, _pause=_pause)
 
 
-def tripleClick(x=None, y=None, interval=0.0, button=LEFT, duration=0.0, tween=None, _pause=True):
-    click(x, y, 3, interval, button, _pause=_pause)
+def tripleClick(x=None, y=None, interval=0.0, button=LEFT, duration=0.0, tween=linear, pause=None,
+                logScreenshot=None, _pause=True):
+    click(x, y, 3, interval, button, duration, tween, pause, _pause=_pause)
 
 
-def moveTo(x=None, y=None, duration=0.0, tween=None, logScreenshot=False, _pause=True):
-    """Moves the pointer to (x, y) at once."""
+def moveTo(x=None, y=None, duration=0.0, tween=linear, pause=None, logScreenshot=False, _pause=True):
+    """Moves the pointer to (x, y): at once, or over duration seconds along
+    tween (a function of pyautogui's, like easeInOutQuad)."""
     x, y = _point(x, y)
-    _act({"type": "move", "x": x, "y": y}, _pause)
+    _move(x, y, duration, tween)
+    _pause_after(_pause, pause)
 
 
-def moveRel(xOffset=None, yOffset=None, duration=0.0, tween=None, logScreenshot=False, _pause=True):
+def moveRel(xOffset=None, yOffset=None, duration=0.0, tween=linear, pause=None, logScreenshot=False, _pause=True):
     """Moves the pointer by (xOffset, yOffset)."""
     if isinstance(xOffset, (tuple, list)):
         xOffset, yOffset = xOffset
     px, py = position()
-    moveTo(px + _coord(xOffset or 0, "xOffset"), py + _coord(yOffset or 0, "yOffset"), _pause=_pause)
+    moveTo(px + _coord(xOffset or 0, "xOffset"), py + _coord(yOffset or 0, "yOffset"), duration, tween, pause,
+           _pause=_pause)
 
 
 move = moveRel
 
 
-def dragTo(x=None, y=None, duration=0.0, tween=None, button=PRIMARY, logScreenshot=None, _pause=True,
+def dragTo(x=None, y=None, duration=0.0, tween=linear, button=PRIMARY, pause=None, logScreenshot=None, _pause=True,
            mouseDownUp=True):
-    """Drags from where the pointer is to (x, y) with button held."""
+    """Drags from where the pointer is to (x, y) with button held, over
+    duration along tween if given."""
     x, y = _point(x, y)
     b = _button(button)
     if not mouseDownUp:
-        moveTo(x, y, _pause=_pause)
+        moveTo(x, y, duration, tween, pause, _pause=_pause)
         return
-    px, py = position()
-    if b == "left":
-        _act({"type": "drag", "path": [{"x": px, "y": py}, {"x": x, "y": y}]}, _pause)
+    if b == "left" and not (duration and duration > MINIMUM_DURATION):
+        px, py = position()
+        _act({"type": "drag", "path": [{"x": px, "y": py}, {"x": x, "y": y}]}, _pause, pause)
         return
     mouseDown(button=b, _pause=False)
-    moveTo(x, y, _pause=False)
-    mouseUp(button=b, _pause=_pause)
+    _move(x, y, duration, tween)
+    mouseUp(button=b, pause=pause, _pause=_pause)
 
 
-def dragRel(xOffset=0, yOffset=0, duration=0.0, tween=None, button=PRIMARY, logScreenshot=None, _pause=True,
-            mouseDownUp=True):
+def dragRel(xOffset=0, yOffset=0, duration=0.0, tween=linear, button=PRIMARY, pause=None, logScreenshot=None,
+            _pause=True, mouseDownUp=True):
     """Drags by (xOffset, yOffset) from where the pointer is."""
     if isinstance(xOffset, (tuple, list)):
         xOffset, yOffset = xOffset
     px, py = position()
-    dragTo(px + _coord(xOffset, "xOffset"), py + _coord(yOffset, "yOffset"), button=button, _pause=_pause,
-           mouseDownUp=mouseDownUp)
+    dragTo(px + _coord(xOffset or 0, "xOffset"), py + _coord(yOffset or 0, "yOffset"), duration, tween, button,
+           pause, _pause=_pause, mouseDownUp=mouseDownUp)
 
 
 drag = dragRel
 
 
-def mouseDown(x=None, y=None, button=PRIMARY, duration=0.0, tween=None, logScreenshot=None, _pause=True):
+def mouseDown(x=None, y=None, button=PRIMARY, duration=0.0, tween=linear, pause=None, logScreenshot=None,
+              _pause=True):
     """Presses button (after moving to (x, y) if given) and keeps it down
     until mouseUp or the end of the call."""
     b = _button(button)
     if x is not None or y is not None:
         moveTo(x, y, _pause=False)
-    _hold(True, button=b, _pause=_pause)
+    _hold(True, button=b, _pause=_pause, pause=pause)
 
 
-def mouseUp(x=None, y=None, button=PRIMARY, duration=0.0, tween=None, logScreenshot=None, _pause=True):
+def mouseUp(x=None, y=None, button=PRIMARY, duration=0.0, tween=linear, pause=None, logScreenshot=None,
+            _pause=True):
     b = _button(button)
     if x is not None or y is not None:
         moveTo(x, y, _pause=False)
-    _hold(False, button=b, _pause=_pause)
+    _hold(False, button=b, _pause=_pause, pause=pause)
 
 
-def _wheel(x, y, steps_x, steps_y, _pause):
+def _wheel(x, y, steps_x, steps_y, _pause, pause=None):
     if isinstance(x, (tuple, list)) or x is not None or y is not None:
         x, y = _point(x, y)
     else:
         x, y = position()
     _agentd.call({"op": "wheel", "x": x, "y": y, "steps_x": steps_x, "steps_y": steps_y,
                   "failsafe": bool(FAILSAFE)})
-    _pause_after(_pause)
+    _pause_after(_pause, pause)
 
 
-def scroll(clicks, x=None, y=None, logScreenshot=None, _pause=True):
+def scroll(clicks, x=None, y=None, pause=None, logScreenshot=None, _pause=True):
     """Turns the wheel by clicks steps: positive scrolls up, negative down."""
-    _wheel(x, y, 0, -_coord(clicks, "clicks"), _pause)
+    _wheel(x, y, 0, -_coord(clicks, "clicks"), _pause, pause)
 
 
 vscroll = scroll
 
 
-def hscroll(clicks, x=None, y=None, logScreenshot=None, _pause=True):
+def hscroll(clicks, x=None, y=None, pause=None, logScreenshot=None, _pause=True):
     """Turns the wheel sideways: positive scrolls right, negative left."""
-    _wheel(x, y, _coord(clicks, "clicks"), 0, _pause)
+    _wheel(x, y, _coord(clicks, "clicks"), 0, _pause, pause)
 
 
 def _keys(keys):
@@ -311,15 +541,20 @@ def _keys(keys):
     return list(keys)
 
 
-def _press_one(key, _pause):
+def _press_one(key, _pause, pause=None):
     if len(key) == 1 and key not in _KEYS:
         # A character is typed as itself, capitals and symbols included.
-        _act({"type": "type", "text": key}, _pause)
+        _act({"type": "type", "text": key}, _pause, pause)
     else:
-        _act({"type": "keypress", "keys": [_keyname(key)]}, _pause)
+        _act({"type": "keypress", "keys": [_keyname(key)]}, _pause, pause)
 
 
-def press(keys, presses=1, interval=0.0, logScreenshot=None, _pause=True):
+def isShiftCharacter(character):
+    """Whether the character is typed with Shift on a US keyboard."""
+    return character.isupper() or character in '~!@#$%^&*()_+{}|:"<>?'
+
+
+def press(keys, presses=1, interval=0.0, pause=None, logScreenshot=None, _pause=True):
     """Presses and releases each key in turn, presses times."""
     keys = _keys(keys)
     for k in keys:
@@ -328,20 +563,22 @@ def press(keys, presses=1, interval=0.0, logScreenshot=None, _pause=True):
         for j, k in enumerate(keys):
             if (i or j) and interval:
                 _time.sleep(interval)
-            _press_one(k, _pause and i == presses - 1 and j == len(keys) - 1)
+            last = i == presses - 1 and j == len(keys) - 1
+            _press_one(k, _pause and last, pause if last else None)
 
 
 def hotkey(*args, **kwargs):
     """Presses the keys together and releases them in reverse order."""
     interval = kwargs.get("interval", 0.0)
     _pause = kwargs.get("_pause", True)
+    pause = kwargs.get("pause")
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         args = tuple(args[0])
     names = [_keyname(k) for k in args]
     if not names:
         raise ValueError("hotkey needs at least one key")
     if not interval:
-        _act({"type": "keypress", "keys": names}, _pause)
+        _act({"type": "keypress", "keys": names}, _pause, pause)
         return
     for k in names:
         _hold(True, key=k, _pause=False)
@@ -349,19 +586,19 @@ def hotkey(*args, **kwargs):
     for k in reversed(names):
         _hold(False, key=k, _pause=False)
         _time.sleep(interval)
-    _pause_after(_pause)
+    _pause_after(_pause, pause)
 
 
 shortcut = hotkey
 
 
-def keyDown(key, logScreenshot=None, _pause=True):
+def keyDown(key, pause=None, logScreenshot=None, _pause=True):
     """Presses key and keeps it down until keyUp or the end of the call."""
-    _hold(True, key=_keyname(key), _pause=_pause)
+    _hold(True, key=_keyname(key), _pause=_pause, pause=pause)
 
 
-def keyUp(key, logScreenshot=None, _pause=True):
-    _hold(False, key=_keyname(key), _pause=_pause)
+def keyUp(key, pause=None, logScreenshot=None, _pause=True):
+    _hold(False, key=_keyname(key), _pause=_pause, pause=pause)
 
 
 class _Hold:
@@ -382,20 +619,31 @@ def hold(keys, logScreenshot=None, _pause=True):
     return _Hold(keys)
 
 
-def write(message, interval=0.0, logScreenshot=None, _pause=True):
-    """Types a string exactly (any Unicode), or presses a list of key names."""
-    if isinstance(message, str):
-        if not interval:
-            # In pieces agentd takes in one action (64 KiB of UTF-8).
-            for i in range(0, len(message), 16384):
-                _act({"type": "type", "text": message[i:i + 16384]}, _pause and i + 16384 >= len(message))
-            return
-        message = list(message)
+# Characters write presses as keys, as pyautogui does: Backspace, Tab, Enter.
+_WRITE_KEYS = "\b\t\n\r"
+
+
+def write(message, interval=0.0, pause=None, logScreenshot=None, _pause=True):
+    """Types a string exactly (any Unicode; \\b, \\t, \\n and \\r press
+    Backspace, Tab and Enter), or presses a list of key names."""
+    if isinstance(message, str) and not interval:
+        start = 0
+        for end in range(len(message) + 1):
+            if end < len(message) and message[end] not in _WRITE_KEYS:
+                continue
+            # Text in pieces agentd takes in one action (64 KiB of UTF-8).
+            for i in range(start, end, 16384):
+                _act({"type": "type", "text": message[i:min(i + 16384, end)]}, False)
+            if end < len(message):
+                _act({"type": "keypress", "keys": [_KEYS[message[end]]]}, False)
+            start = end + 1
+        _pause_after(_pause, pause)
+        return
     for i, k in enumerate(message):
         if i:
             _time.sleep(interval)
         _press_one(k, False)
-    _pause_after(_pause)
+    _pause_after(_pause, pause)
 
 
 typewrite = write
@@ -453,20 +701,27 @@ def failSafeCheck():
         raise FailSafeException("PyAutoGUI fail-safe triggered from the pointer in a corner of the screen.")
 
 
+grab = screenshot
+
+
+def useImageNotFoundException(value=None):
+    """Accepted for pyautogui's sake: image search is not offered anyway."""
+
+
 def _not_available(name, why):
     def f(*args, **kwargs):
-        raise NotImplementedError("pyautogui.%s is not available in agentd's pyautogui: %s" % (name, why))
+        raise NotAvailableError("pyautogui.%s is not available in agentd's pyautogui: %s" % (name, why))
 
     f.__name__ = name
     return f
 
 
 for _name in ("locateOnScreen", "locateCenterOnScreen", "locateAllOnScreen", "locateAll", "locate",
-              "locateOnWindow", "center"):
+              "locateOnWindow"):
     globals()[_name] = _not_available(_name, "image search is not offered; use screenshot() and display()")
 for _name in ("alert", "confirm", "prompt", "password"):
     globals()[_name] = _not_available(_name, "there is nobody at the desktop to answer a dialog")
-for _name in ("getWindowsWithTitle", "getActiveWindow", "getAllWindows", "getAllTitles", "getWindowsAt",
-              "mouseInfo", "displayMousePosition", "run"):
+for _name in ("getWindowsWithTitle", "getActiveWindow", "getActiveWindowTitle", "getAllWindows", "getAllTitles",
+              "getWindowsAt", "Window", "mouseInfo", "displayMousePosition", "run"):
     globals()[_name] = _not_available(_name, "not offered")
 del _name
