@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )
 
@@ -19,8 +20,9 @@ import (
 const takeoverBy = "a person in the console"
 
 // pageMessage is what the page sends on /takeover: take, input (an action
-// as the computer tool writes it, in the live view's frame pixels, with
-// that frame's size) or hand_back (with an optional note).
+// as the computer tool writes it, in pixels of a frame of the given size
+// over the whole screen: the page sends the screen's own size, so its
+// points are screen pixels) or hand_back (with an optional note).
 type pageMessage struct {
 	Op     string          `json:"op"`
 	Action json.RawMessage `json:"action,omitempty"`
@@ -32,7 +34,9 @@ type pageMessage struct {
 // pageState is what the console tells the page after each message.
 type pageState struct {
 	Lease wire.Lease `json:"lease"`
-	Error string     `json:"error,omitempty"`
+	// Screen is the desktop's size: the page maps the pointer to its pixels.
+	Screen scaling.Size `json:"screen"`
+	Error  string       `json:"error,omitempty"`
 }
 
 // serveTakeover relays a signed-in page's take over, input and hand back
@@ -73,7 +77,7 @@ func (s *Server) serveTakeover(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(st)
 		return conn.Write(ctx, websocket.MessageText, b)
 	}
-	if send(pageState{Lease: op.Lease()}) != nil {
+	if send(pageState{Lease: op.Lease(), Screen: screen}) != nil {
 		return
 	}
 	for {
@@ -89,7 +93,7 @@ func (s *Server) serveTakeover(w http.ResponseWriter, r *http.Request) {
 		} else {
 			why = s.relay(ctx, op, m, screen.W, screen.H)
 		}
-		st := pageState{Lease: op.Lease()}
+		st := pageState{Lease: op.Lease(), Screen: screen}
 		if why != nil {
 			st.Error = why.Error()
 		}

@@ -15,8 +15,10 @@
   const state = document.querySelector('#takeover-state');
   let ws = null;
   let mine = false;
+  let screen = null; // the desktop's size: the pointer is mapped to its pixels
 
   function show(st) {
+    if (st.screen && st.screen.width > 0 && st.screen.height > 0) screen = st.screen;
     const l = st.lease || {};
     mine = !!l.mine;
     box.dataset.held = l.held ? (l.mine ? 'mine' : 'other') : 'free';
@@ -45,25 +47,36 @@
   }
 
   const send = (m) => { if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m)); };
-  const act = (action) => { if (mine) send({ op: 'input', action, frame_w: canvas.width, frame_h: canvas.height }); };
+  const act = (action) => {
+    if (mine && screen) send({ op: 'input', action, frame_w: screen.width, frame_h: screen.height });
+  };
 
   take.addEventListener('click', () => { send({ op: 'take' }); canvas.focus(); });
   back.addEventListener('click', () => { flushText(); send({ op: 'hand_back', note: note.value }); note.value = ''; });
 
   // ---- pointer: a press and release in one place is a click, else a drag
   // through the points the pointer passed; the wheel scrolls.
+  // The screen pixel under the pointer: the frame (the whole screen) fills
+  // the canvas's content box, inside its border and padding, at any scale.
   const at = (e) => {
     const r = canvas.getBoundingClientRect();
+    const cs = getComputedStyle(canvas);
+    const px = (name) => parseFloat(cs[name]) || 0;
+    const left = r.left + px('borderLeftWidth') + px('paddingLeft');
+    const top = r.top + px('borderTopWidth') + px('paddingTop');
+    const w = r.right - px('borderRightWidth') - px('paddingRight') - left;
+    const h = r.bottom - px('borderBottomWidth') - px('paddingBottom') - top;
+    const pixel = (v, n) => Math.max(0, Math.min(n - 1, Math.floor(v)));
     return {
-      x: Math.max(0, Math.min(canvas.width - 1, Math.round((e.clientX - r.left) * canvas.width / r.width))),
-      y: Math.max(0, Math.min(canvas.height - 1, Math.round((e.clientY - r.top) * canvas.height / r.height))),
+      x: pixel((e.clientX - left) * screen.width / w, screen.width),
+      y: pixel((e.clientY - top) * screen.height / h, screen.height),
     };
   };
   const buttons = ['left', 'wheel', 'right', 'back', 'forward'];
   let press = null;
   canvas.addEventListener('contextmenu', (e) => { if (mine) e.preventDefault(); });
   canvas.addEventListener('mousedown', (e) => {
-    if (!mine) return;
+    if (!mine || !screen) return;
     e.preventDefault();
     canvas.focus();
     flushText();
@@ -86,7 +99,7 @@
     press = null;
   });
   canvas.addEventListener('wheel', (e) => {
-    if (!mine) return;
+    if (!mine || !screen) return;
     e.preventDefault();
     const p = at(e);
     act({ type: 'scroll', x: p.x, y: p.y, scroll_x: Math.round(e.deltaX), scroll_y: Math.round(e.deltaY) });
