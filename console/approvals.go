@@ -197,6 +197,7 @@ func (s *Server) AskBoth(ctx context.Context, q Question, term func(context.Cont
 }
 
 func (s *Server) serveQuestions(w http.ResponseWriter, r *http.Request) {
+	ended := s.polled(r.URL.Query().Get("page"), r.URL.Query().Get("ended") != "")
 	s.questions.mu.Lock()
 	list := make([]Question, len(s.questions.pending))
 	for i, q := range s.questions.pending {
@@ -207,7 +208,9 @@ func (s *Server) serveQuestions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, struct {
 		Questions []Question `json:"questions"`
 		Settled   []Settled  `json:"settled"`
-	}{list, settled})
+		// Ended is how the run ended, once it has.
+		Ended *Outcome `json:"ended,omitempty"`
+	}{list, settled, ended})
 }
 
 // serveAnswer takes the page's answer, "approve" or "deny", to the pending

@@ -62,6 +62,7 @@ type Server struct {
 	auth auth
 
 	questions questions
+	ending    ending
 
 	// live ends every live-view relay when the console closes.
 	live    context.Context
@@ -108,8 +109,10 @@ func (s *Server) URL() string { return "http://" + s.host + "/login?secret=" + s
 // Addr is the address the console listens on.
 func (s *Server) Addr() string { return s.host }
 
-// Close stops the console and its live-view relays.
+// Close stops the console and its live-view relays. After End it first
+// waits briefly for the open pages to read the run's end.
 func (s *Server) Close() error {
+	s.awaitEndRead()
 	s.endLive()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

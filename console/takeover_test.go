@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -332,5 +334,126 @@ func TestHandBackAtAQuestion(t *testing.T) {
 	}
 	if tk == nil || !tk.HandedBack || len(tk.NotRun) != 1 || !slices.Equal(tk.Notes, []string{"NOTE-4182 I closed the dialog"}) || !slices.Equal(tk.By, []string{takeoverBy}) {
 		t.Fatalf("the record's take over: %+v", tk)
+	}
+}
+
+// The page of a run that ends (issue 26): while the person holds the
+// desktop the page says which of the model's actions was stopped; when the
+// run ends the page says so, with the final message, before the console
+// closes, and then stops: no more requests (polls, live view, take over),
+// counted in the browser.
+func TestPageAfterTheRunEnds(t *testing.T) {
+	d := startDesktop(t)
+	d.screenshot(t)
+	runs, runName := t.TempDir(), "20260101-120000-ends"
+	rec, err := runner.CreateRecord(filepath.Join(runs, runName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(Config{RunsDir: runs, CurrentRun: runName, Guest: &Guest{Addr: d.addr, Token: d.token}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	t.Cleanup(func() {
+		select {
+		case <-closed:
+		default:
+			s.Close()
+		}
+	})
+	ctx := headless(t)
+	run(t, ctx, chromedp.Navigate(s.URL()))
+	var requests atomic.Int64
+	if err := chromedp.Listen(ctx, func(ev any) {
+		switch ev.(type) {
+		case *network.EventRequestWillBeSent, *network.EventWebSocketCreated:
+			requests.Add(1)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Poll[bool](`Number(document.querySelector('#live').dataset.frames) >= 1 && !document.querySelector('#take').disabled`,
+		chromedp.WithPollingTimeout(20*time.Second)))
+
+	model, modelURL := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+		respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`), respserver.Final("all done, FINAL-5521"))
+	defer model.Close()
+	c, err := guest.Dial(context.Background(), d.addr, d.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+	ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
+	defer ts.Close()
+	atClick, taken := make(chan struct{}), make(chan struct{})
+	type result struct {
+		res *runner.RunResult
+		err error
+	}
+	done := make(chan result, 1)
+	runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
+		res, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
+			OnEvent: func(e runner.Event) {
+				rec.Event(e)
+				if e.Kind == runner.EventResponse && e.Step == 2 {
+					close(atClick)
+					<-taken
+				}
+			}}})
+		done <- result{res, err}
+	}()
+	<-atClick
+	run(t, ctx, chromedp.Click("#take"))
+	run(t, ctx, chromedp.Poll[bool](`document.querySelector('#takeover').dataset.held === 'mine'`))
+	close(taken)
+	stopped := run(t, ctx, chromedp.Poll[string](`(() => { const t = document.querySelector('#takeover-stopped').textContent;
+		return t.includes('did not run') ? t : false; })()`, chromedp.WithPollingTimeout(30*time.Second)))
+	if !strings.Contains(stopped, "click left (640,400)") {
+		t.Fatalf("while the person holds the desktop the page says %q, want the model's stopped click", stopped)
+	}
+	run(t, ctx, chromedp.Click("#handback"))
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the run: %v", r.err)
+	}
+	if err := rec.Finish(r.res, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.End(Outcome{Status: RunDone, Message: r.res.FinalMessage})
+	go func() { closed <- s.Close() }()
+	run(t, ctx, chromedp.Poll[bool](`document.body.dataset.ended === 'done'`, chromedp.WithPollingTimeout(30*time.Second)))
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	closed <- nil
+	page := run(t, ctx, chromedp.Evaluate[map[string]string](`({
+		title: document.querySelector('#ended-title').textContent,
+		text: document.querySelector('#ended-text').textContent,
+		questions: String(document.querySelector('#questions').hidden),
+		outcome: (document.querySelector('tr[data-run] td:last-child') || {}).textContent || '' })`))
+	if page["title"] != "The run finished: done" || !strings.Contains(page["text"], "FINAL-5521") || page["questions"] != "true" {
+		t.Fatalf("the page after the run ended: %v", page)
+	}
+	// The sockets end with the console; the page says so and stops.
+	status := run(t, ctx, chromedp.Poll[string](`(() => { const a = document.querySelector('#live-status').textContent,
+		b = document.querySelector('#takeover-state').textContent;
+		return a.includes('run has ended') && b.includes('run has ended') ? a + ' / ' + b : false; })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if strings.Contains(status, "trying again") {
+		t.Fatalf("the page retries after the end: %s", status)
+	}
+	if page := run(t, ctx, chromedp.Poll[string](`(() => { const o = (document.querySelector('tr[data-run] td:last-child') || {}).textContent; return o === 'done' ? o : false; })()`,
+		chromedp.WithPollingTimeout(30*time.Second))); page != "done" {
+		t.Fatalf("the runs list says %q", page)
+	}
+	before := requests.Load()
+	// Longer than every retry period of the page (2 s) several times over.
+	time.Sleep(8 * time.Second)
+	if after := requests.Load(); after != before {
+		t.Fatalf("the page made %d requests after the run ended and the console closed", after-before)
 	}
 }

@@ -309,6 +309,10 @@ it is never run again unless answered not-done.`)
 	if recErr != nil {
 		fmt.Fprintf(stderr, "warning: the run record is incomplete: %v\n", recErr)
 	}
+	if srv != nil {
+		// The open pages show how the run ended before the console closes.
+		srv.End(outcome(ctx, res, runErr))
+	}
 	if runErr != nil {
 		fmt.Fprintf(stdout, "run record: %s\n", dir)
 		return printableError{explain(ctx, runErr)}
@@ -316,6 +320,17 @@ it is never run again unless answered not-done.`)
 	fmt.Fprintf(stdout, "\ndone in %d steps, %s, tokens: %s\n\n%s\n\nrun record: %s\n",
 		res.Steps, res.Duration.Round(time.Millisecond), tokens(res.Usage), runner.Printable(res.FinalMessage), dir)
 	return nil
+}
+
+// outcome is how the run ended, for the console's page.
+func outcome(ctx context.Context, res *runner.RunResult, runErr error) console.Outcome {
+	switch {
+	case runErr == nil:
+		return console.Outcome{Status: console.RunDone, Message: res.FinalMessage}
+	case ctx.Err() != nil && errors.Is(runErr, ctx.Err()):
+		return console.Outcome{Status: console.RunStopped, Error: explain(ctx, runErr).Error()}
+	}
+	return console.Outcome{Status: console.RunFailed, Error: explain(ctx, runErr).Error()}
 }
 
 // apiEndpoint names the Responses endpoint for the record, without any

@@ -62,9 +62,34 @@ function startLive() {
     }).catch((err) => { status.textContent = 'a frame could not be shown: ' + err; });
   };
   ws.onclose = () => {
+    if (document.body.dataset.ended) {
+      status.textContent = 'the run has ended: the live view is closed';
+      return;
+    }
     status.textContent = 'live view ended; trying again…';
     setTimeout(startLive, 2000);
   };
+}
+
+// ---- the run's end --------------------------------------------------------
+
+// showEnded says how the console's run ended; from then on nothing is
+// retried (the console closes once the page has read the end).
+function showEnded(o) {
+  if (document.body.dataset.ended) return;
+  document.body.dataset.ended = o.status;
+  const title = { done: 'The run finished: done', failed: 'The run failed', stopped: 'The run was stopped' }[o.status] || 'The run ended';
+  $('#ended-title').textContent = title;
+  $('#ended-title').className = o.status === 'done' ? 'ok' : 'bad';
+  $('#ended-text').replaceChildren(el('div', o.status === 'done' ? 'final' : 'error', o.status === 'done' ? (o.message || '') : (o.error || '')),
+    el('p', 'muted', 'The console closes now: the live view and take over end with the run. Past runs stay in their records (agentctl console).'));
+  $('#ended').hidden = false;
+  $('#questions').hidden = true;
+  document.dispatchEvent(new CustomEvent('run-ended'));
+  // The record is complete now: show it, then tell the console this page
+  // has what it needs (it closes once the open pages have).
+  clearTimeout(refresh);
+  route().finally(() => fetch('/api/questions?ended=1&page=' + pageID, { credentials: 'same-origin' }).catch(() => {}));
 }
 
 // ---- runs ---------------------------------------------------------------
@@ -288,10 +313,13 @@ function marks(shot, acts) {
 // answered elsewhere (the terminal) or withdrawn leaves the list and the
 // page says so.
 const shownQuestions = new Map(); // id → call id, of questions this page showed
+// pageID names this page to the console, which waits for the open pages
+// to read the run's end before it closes.
+const pageID = [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, '0')).join('');
 
 async function pollQuestions() {
   try {
-    const data = await getJSON('/api/questions');
+    const data = await getJSON('/api/questions?page=' + pageID);
     const list = $('#question-list');
     const ids = data.questions.map((q) => q.id).join(',');
     if (list.dataset.ids !== ids) {
@@ -308,6 +336,10 @@ async function pollQuestions() {
       $('#answered').hidden = false;
     }
     $('#questions').hidden = data.questions.length === 0;
+    if (data.ended) {
+      showEnded(data.ended);
+      return; // nothing more will be asked
+    }
   } catch (err) {
     // The console went away; try again.
   }

@@ -40,11 +40,45 @@
     ws.onclose = () => {
       mine = false;
       canvas.classList.remove('driving');
+      take.disabled = back.disabled = note.disabled = true;
+      stopped.textContent = '';
+      if (document.body.dataset.ended) {
+        state.textContent = 'The run has ended: there is nothing to take over.';
+        return;
+      }
       state.textContent = 'Take over is not available now; trying again…';
-      take.disabled = back.disabled = true;
       setTimeout(connect, 2000);
     };
   }
+
+  // While this page holds the desktop it says which of the model's
+  // actions the take over stopped, from the run's record: the call's
+  // actions that did not run (they never will; the model gets a fresh
+  // screenshot after the hand back).
+  const stopped = document.createElement('div');
+  stopped.id = 'takeover-stopped';
+  box.append(stopped);
+  const current = document.body.dataset.current;
+  async function showStopped() {
+    if (!mine || !current || document.body.dataset.ended) {
+      stopped.textContent = '';
+      return;
+    }
+    try {
+      const r = await fetch('/api/runs/' + encodeURIComponent(current), { credentials: 'same-origin' });
+      const run = r.ok ? await r.json() : null;
+      let last = null;
+      for (const st of (run && run.step_list) || []) for (const tk of st.takeovers || []) last = tk;
+      if (!mine) return;
+      stopped.textContent = last && !last.handed_back
+        ? `Stopped: the model's call ${last.call_id}` + ((last.not_run || []).length ? `; did not run: ${last.not_run.join(', ')}` : ' (its screenshot)') + '.'
+        : 'No action of the model has been stopped yet: its next one waits for your hand back.';
+    } catch (err) {
+      // The console went away; the socket's end says so.
+    }
+  }
+  const following = setInterval(showStopped, 1000);
+  document.addEventListener('run-ended', () => clearInterval(following));
 
   const send = (m) => { if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m)); };
   const act = (action) => {
