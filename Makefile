@@ -61,7 +61,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved und
 # The fault, attack and soak tests `make reliability` runs (with -race, on
 # private Xvfb displays), and the soak's length: SOAK screenshots and SOAK
 # actions (the full soak: SOAK=10000).
-RELIABILITY_RUN ?= Auth|Sandbox|Token|ListenAddr|Refused|Killed|Malformed|Oversized|Stalled|Dropped|Busy|Health|XServerRestarted|ReconnectsAfterXRestart|Failure|Cancel|Retry|Hangup|Timeout|Truncated|ServerErrors|Record|E2ERunner|Soak
+RELIABILITY_RUN ?= Auth|Sandbox|Token|ListenAddr|Refused|Killed|Malformed|Oversized|Stalled|Dropped|Busy|Health|XServerRestarted|ReconnectsAfterXRestart|Failure|Cancel|Retry|Hangup|Timeout|Truncated|ServerErrors|Record|E2ERunner|Soak|Takeover
 SOAK ?= 100
 
 .PHONY: reliability

@@ -181,16 +181,15 @@ func (s *session) runActions(sessCtx, ctx context.Context, req request) {
 
 // modelInput performs a controller's action unless a person holds the
 // desktop or handed it back and the session has not collected the hand
-// back yet (ok false: nothing ran). The check and the action hold inputMu
-// together, so a take over waits for the action and none starts after it.
+// back yet (ok false: nothing ran), through the server's gate.
 func (s *session) modelInput(ctx context.Context, a actions.Action) (executor.Result, bool, error) {
-	s.srv.inputMu.Lock()
-	defer s.srv.inputMu.Unlock()
-	if s.srv.lease.blocks(s) {
-		return executor.Result{}, false, nil
-	}
-	res, err := s.srv.cfg.Exec.Do(ctx, a)
-	return res, true, err
+	var res executor.Result
+	ok, err := s.srv.modelInput(func() bool { return s.srv.lease.blocks(s) }, func() error {
+		var err error
+		res, err = s.srv.cfg.Exec.Do(ctx, a)
+		return err
+	})
+	return res, ok, err
 }
 
 // awaitGo tells the client that step index of gated request id is next and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/agentd-dev/agentd/codeexec"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )
@@ -153,6 +154,14 @@ func (s *Server) operate(ctx context.Context, op *operator, data []byte) wire.Op
 		s.inputMu.Unlock()
 		if err != nil {
 			return s.operatorError(op, req.ID, wire.CodeBusy, err.Error())
+		}
+		// The model's code running now is stopped, and what it held
+		// released, before the person is told the desktop is theirs.
+		fctx, fcancel := context.WithTimeout(ctx, fenceWait)
+		stopped := s.runs.stopAll(fctx, codeexec.ErrTakenOver)
+		fcancel()
+		if !stopped {
+			s.cfg.Logf("operate: the model's code was not stopped within %s of the take over; its input is refused all the same", fenceWait)
 		}
 		s.cfg.Logf("operate: the desktop is taken over by %s; the controller's requests are refused until it is handed back", by)
 		if to != nil {

@@ -61,6 +61,16 @@ type Executor interface {
 
 var _ Executor = (*executor.Executor)(nil)
 
+// Holder presses and releases single keys and buttons that stay down across
+// actions: the display's input device, for the code's keyDown and
+// mouseDown.
+type Holder interface {
+	KeyDown(k actions.Key) error
+	KeyUp(k actions.Key) error
+	ButtonDown(b actions.Button) error
+	ButtonUp(b actions.Button) error
+}
+
 // Config configures a Server. Token, Screen, Imager and Exec are required.
 type Config struct {
 	// Token is the secret every request must carry as "Authorization: Bearer".
@@ -84,8 +94,11 @@ type Config struct {
 	// have reconnected.
 	InputCheck func(ctx context.Context) error
 	// Code, if set, serves exec requests (agentd --code): a Python worker
-	// per session. Without it exec is refused as unavailable.
+	// per session. Without it exec is refused as unavailable. Its input
+	// goes through Exec and Hold (required with Code) behind the same
+	// lease check as the controller's.
 	Code *codeexec.Service
+	Hold Holder
 	// Browser, if set, serves the browser op family (agentd --browser).
 	Browser Browser
 	// Capabilities are announced in Hello.
@@ -114,6 +127,8 @@ type Server struct {
 	ops     operators
 	lease   lease
 	inputMu sync.Mutex
+	// runs are the execs in progress, which a take over stops (code.go).
+	runs codeRuns
 
 	mu      sync.Mutex
 	active  bool          // a controller holds the session
@@ -128,6 +143,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Screen == nil || cfg.Imager == nil || cfg.Exec == nil {
 		return nil, errors.New("agentd: Screen, Imager and Exec are required")
+	}
+	if cfg.Code != nil && cfg.Hold == nil {
+		return nil, errors.New("agentd: Hold is required with Code")
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 2 * time.Minute

@@ -1,7 +1,8 @@
 // Package codeexec is agentd's code-execution service (docs/design.md, "Code-execution mode"): per
 // controller session, one persistent Python 3 worker whose namespace lives
 // across calls, and an embedded pyautogui module whose functions call back
-// into agentd's own executor over the worker's pipes.
+// into agentd's own executor over the worker's pipes, through the same gate
+// as the controller's input (Desktop).
 //
 // What the worker gets: Debian's python3 in isolated mode (-I), agentd's own
 // user, an environment built from nothing (no token, no API key, no
@@ -49,29 +50,39 @@ const (
 	DefaultMaxImageBytes = 24 << 20
 )
 
-// Executor performs actions in screen coordinates (agentd's executor).
-type Executor interface {
-	Do(ctx context.Context, a actions.Action) (executor.Result, error)
+// ErrTakenOver is what a Desktop's input returns while a person holds the
+// desktop: nothing was done. It ends the call (the worker is stopped), as
+// does a context whose cause it is; the result then says so.
+var ErrTakenOver = errors.New("a person took over the desktop")
+
+// Held is one key or one button the code holds down across actions
+// (pyautogui's keyDown and mouseDown): exactly one of Key and Button is set.
+type Held struct {
+	Key    actions.Key
+	Button actions.Button
 }
 
-// Holder presses and releases single keys and buttons that stay down across
-// actions (pyautogui's keyDown and mouseDown): the display's Input.
-type Holder interface {
-	KeyDown(k actions.Key) error
-	KeyUp(k actions.Key) error
-	ButtonDown(b actions.Button) error
-	ButtonUp(b actions.Button) error
-}
-
-// Desktop is the controller session the code runs for.
+// Desktop is the controller session the code runs for, and the code's only
+// way to the display's input: there is no executor or input device in
+// Options, so every input of the code goes through the gate the Desktop
+// puts in front of it (agentd's: one input at a time, and the lease).
 type Desktop interface {
 	// Transform is the session's current view: what the model sees.
 	Transform() scaling.Transform
 	// Capture calls use with the whole screen, valid only during the call.
 	Capture(ctx context.Context, use func(*image.RGBA) error) error
+	// Do performs a, in screen coordinates, as the code's input; Press
+	// presses (down) or releases h as the code's input. Both return
+	// ErrTakenOver, having done nothing, while a person holds the desktop.
+	Do(ctx context.Context, a actions.Action) (executor.Result, error)
+	Press(h Held, down bool) error
+	// Release lifts h, which the code left held: agentd's own clean up at
+	// the end of a call, done even while a person holds the desktop (it
+	// only undoes the code's press).
+	Release(h Held) error
 }
 
-// Options configure a Service. Exec, Input and Pointer are required.
+// Options configure a Service. Pointer is required.
 type Options struct {
 	// Python is the interpreter (default DefaultPython: Debian's, which
 	// finds python3-pil).
@@ -79,10 +90,7 @@ type Options struct {
 	// Dir is where each session's private directory is made (default:
 	// the system's temporary directory).
 	Dir string
-	// Exec performs actions, Input holds keys and buttons, Pointer reads
-	// the pointer's screen position.
-	Exec    Executor
-	Input   Holder
+	// Pointer reads the pointer's screen position.
 	Pointer func(ctx context.Context) (x, y int, err error)
 	// Hide are files the code must not read (agentd's token file): the
 	// worker closes them to itself with Landlock where the kernel offers
@@ -107,8 +115,8 @@ type Service struct {
 // New checks that the interpreter and PIL are there, so agentd --code fails
 // at start rather than at the first call.
 func New(opts Options) (*Service, error) {
-	if opts.Exec == nil || opts.Input == nil || opts.Pointer == nil {
-		return nil, errors.New("codeexec: Exec, Input and Pointer are required")
+	if opts.Pointer == nil {
+		return nil, errors.New("codeexec: Pointer is required")
 	}
 	if opts.Python == "" {
 		opts.Python = DefaultPython

@@ -31,6 +31,7 @@ type desk struct {
 	client *guest.Client
 	log    *agentdtest.SyncBuffer
 	pid    int // agentd's
+	addr   string
 }
 
 // requirePIL skips (or, under AGENTD_REQUIRE_X, fails) without Debian's
@@ -75,7 +76,7 @@ func startAgentdAs(t *testing.T, w, h int, asUser bool, args ...string) *desk {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &desk{x: x, rec: rec, client: c, log: logs, pid: cmd.Process.Pid}
+	return &desk{x: x, rec: rec, client: c, log: logs, pid: cmd.Process.Pid, addr: addr}
 }
 
 const nobody = 65534

@@ -41,9 +41,8 @@ type Session struct {
 
 // heldInput is a key or button the code holds down.
 type heldInput struct {
-	key    actions.Key
-	button actions.Button
-	name   string
+	Held
+	name string
 }
 
 // errKind tags an error for the worker: pyautogui raises its own exception
@@ -57,9 +56,13 @@ func (e *errKind) Error() string { return e.err.Error() }
 
 // Exec runs code in the session's namespace, starting a fresh worker when
 // none is alive. Past deadline the worker is killed and the result says the
-// namespace is lost. When ctx ends (the client's cancel, the session's end)
-// the worker is killed too, and Exec returns ctx's error with what ran so
-// far. Keys and buttons the code left held are released when the call ends.
+// namespace is lost. When a person takes the desktop (an input refused with
+// ErrTakenOver, or ctx ended with it as its cause) the worker is killed and
+// the result says so (Stopped "taken_over"). When ctx ends otherwise (the
+// client's cancel, the session's end) the worker is killed too, and Exec
+// returns ctx's error with what ran so far. Every wait of the call, writes
+// to a worker that does not read included, ends with ctx or the deadline.
+// Keys and buttons the code left held are released when the call ends.
 func (s *Session) Exec(ctx context.Context, code string, deadline time.Duration) (wire.ExecResult, error) {
 	s.res, s.imageBytes = wire.ExecResult{}, 0
 	s.out.Reset()
@@ -73,16 +76,21 @@ func (s *Session) Exec(ctx context.Context, code string, deadline time.Duration)
 	runCtx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	t := s.desk.Transform()
-	err := s.w.send(map[string]any{"op": "exec", "code": code,
+	err := s.w.send(runCtx, map[string]any{"op": "exec", "code": code,
 		"view": map[string]int{"width": t.Image.W, "height": t.Image.H}}, nil)
 	if err == nil {
 		err = s.serve(runCtx)
 	}
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrTakenOver) || errors.Is(context.Cause(ctx), ErrTakenOver):
+		s.lose("taken_over", "stopped: a person took over the desktop, so agentd stopped the code; its namespace is lost, "+
+			"the next call starts a fresh one once the desktop is handed back. Look at the screen before acting again")
+		err = nil
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 		s.lose("deadline", fmt.Sprintf("stopped: the code ran past its deadline of %s; its namespace is lost, the next call starts a fresh one", deadline))
 		err = nil
-	}
-	if err != nil && ctx.Err() != nil {
+	case ctx.Err() != nil:
 		s.lose("cancelled", "")
 	}
 	s.releaseHeld()
@@ -102,8 +110,8 @@ func (s *Session) Exec(ctx context.Context, code string, deadline time.Duration)
 }
 
 // serve answers the worker until its code is done. An error ends the call:
-// the context's, or a worker that could not be talked to (then the
-// namespace is lost and the result says so).
+// the context's, ErrTakenOver, or a worker that could not be talked to
+// (then the namespace is lost and the result says so).
 func (s *Session) serve(ctx context.Context) error {
 	for {
 		select {
@@ -128,11 +136,17 @@ func (s *Session) serve(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				rep, payload := s.request(ctx, f)
+				rep, payload, err := s.request(ctx, f)
+				if err != nil {
+					return err
+				}
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				if err := s.w.send(rep, payload); err != nil {
+				if err := s.w.send(ctx, rep, payload); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
 					s.workerGone()
 					return nil
 				}
@@ -141,8 +155,10 @@ func (s *Session) serve(ctx context.Context) error {
 	}
 }
 
-// request performs one request of pyautogui and returns its answer.
-func (s *Session) request(ctx context.Context, f frame) (map[string]any, []byte) {
+// request performs one request of pyautogui and returns its answer. An
+// input refused because a person holds the desktop is not answered: it is
+// ErrTakenOver, which ends the call.
+func (s *Session) request(ctx context.Context, f frame) (map[string]any, []byte, error) {
 	var payload []byte
 	rep := map[string]any{}
 	var err error
@@ -164,15 +180,18 @@ func (s *Session) request(ctx context.Context, f frame) (map[string]any, []byte)
 	default:
 		err = fmt.Errorf("unknown request %q", f.head.Op)
 	}
+	if errors.Is(err, ErrTakenOver) {
+		return nil, nil, err
+	}
 	if err != nil {
 		rep = map[string]any{"error": err.Error()}
 		var ek *errKind
 		if errors.As(err, &ek) {
 			rep["kind"] = ek.kind
 		}
-		return rep, nil
+		return rep, nil, nil
 	}
-	return rep, payload
+	return rep, payload, nil
 }
 
 func (s *Session) act(ctx context.Context, m message) error {
@@ -200,10 +219,7 @@ func (s *Session) act(ctx context.Context, m message) error {
 	if len(pts) > 0 {
 		a = a.WithPoints(pts)
 	}
-	if _, err := s.svc.opts.Exec.Do(ctx, a); err != nil {
-		return &errKind{"failed", err}
-	}
-	return nil
+	return s.do(ctx, a)
 }
 
 // wheel scrolls whole wheel steps at a point: the executor scrolls pixels
@@ -227,7 +243,15 @@ func (s *Session) wheel(ctx context.Context, m message) error {
 	}
 	per := s.svc.opts.ScrollPixelsPerStep
 	a := actions.Action{Type: actions.Scroll, X: x, Y: y, ScrollX: m.StepsX * per, ScrollY: m.StepsY * per}
-	if _, err := s.svc.opts.Exec.Do(ctx, a); err != nil {
+	return s.do(ctx, a)
+}
+
+// do performs a through the Desktop's gate.
+func (s *Session) do(ctx context.Context, a actions.Action) error {
+	if _, err := s.desk.Do(ctx, a); err != nil {
+		if errors.Is(err, ErrTakenOver) {
+			return err
+		}
 		return &errKind{"failed", err}
 	}
 	return nil
@@ -241,26 +265,28 @@ func (s *Session) hold(ctx context.Context, m message) error {
 		if err != nil {
 			return &errKind{"value", err}
 		}
-		h = heldInput{key: k, name: "key " + m.Key}
+		h = heldInput{Held{Key: k}, "key " + m.Key}
 	case m.Button != "" && m.Key == "":
 		b, err := actions.ParseButton(actions.Button(m.Button))
 		if err != nil {
 			return &errKind{"value", err}
 		}
-		h = heldInput{button: b, name: "button " + string(b)}
+		h = heldInput{Held{Button: b}, "button " + string(b)}
 	default:
 		return &errKind{"value", errors.New("hold needs a key or a button")}
 	}
-	in := s.svc.opts.Input
 	if !m.Down {
+		if err := s.desk.Press(h.Held, false); err != nil {
+			if errors.Is(err, ErrTakenOver) {
+				return err
+			}
+			return &errKind{"failed", fmt.Errorf("release %s: %w", h.name, err)}
+		}
 		for i := len(s.held) - 1; i >= 0; i-- {
-			if s.held[i].key == h.key && s.held[i].button == h.button {
+			if s.held[i].Held == h.Held {
 				s.held = append(s.held[:i], s.held[i+1:]...)
 				break
 			}
-		}
-		if err := h.release(in); err != nil {
-			return &errKind{"failed", err}
 		}
 		return nil
 	}
@@ -272,27 +298,12 @@ func (s *Session) hold(ctx context.Context, m message) error {
 	// Tracked before the press: a press that fails may still have reached
 	// the display, so it is released too.
 	s.held = append(s.held, h)
-	var err error
-	if h.button != "" {
-		err = in.ButtonDown(h.button)
-	} else {
-		err = in.KeyDown(h.key)
-	}
-	if err != nil {
+	if err := s.desk.Press(h.Held, true); err != nil {
+		if errors.Is(err, ErrTakenOver) {
+			s.held = s.held[:len(s.held)-1] // refused: nothing was pressed
+			return err
+		}
 		return &errKind{"failed", fmt.Errorf("press %s: %w", h.name, err)}
-	}
-	return nil
-}
-
-func (h heldInput) release(in Holder) error {
-	var err error
-	if h.button != "" {
-		err = in.ButtonUp(h.button)
-	} else {
-		err = in.KeyUp(h.key)
-	}
-	if err != nil {
-		return fmt.Errorf("release %s: %w", h.name, err)
 	}
 	return nil
 }
@@ -302,8 +313,8 @@ func (h heldInput) release(in Holder) error {
 func (s *Session) releaseHeld() {
 	for i := len(s.held) - 1; i >= 0; i-- {
 		h := s.held[i]
-		if err := h.release(s.svc.opts.Input); err != nil {
-			s.svc.opts.Logf("code: %v", err)
+		if err := s.desk.Release(h.Held); err != nil {
+			s.svc.opts.Logf("code: release %s: %v", h.name, err)
 		}
 		s.res.Released = append(s.res.Released, h.name)
 	}

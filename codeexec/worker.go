@@ -2,6 +2,7 @@ package codeexec
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -223,12 +224,20 @@ func readFrame(r io.Reader) (frame, error) {
 	return f, nil
 }
 
-// send writes one frame to the worker.
-func (w *worker) send(head any, payload []byte) error {
+// send writes one frame to the worker. The model's code may never read
+// it: when ctx ends, the write is cut short (the pipe is non-blocking, so
+// a deadline interrupts it) and the caller stops the worker.
+func (w *worker) send(ctx context.Context, head any, payload []byte) error {
 	j, err := json.Marshal(head)
 	if err != nil {
 		return err
 	}
+	// A deadline left by an earlier call's end must not cut this one.
+	if err := w.toW.SetWriteDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("write to the worker: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = w.toW.SetWriteDeadline(time.Now()) })
+	defer stop()
 	var hdr [8]byte
 	binary.BigEndian.PutUint32(hdr[:4], uint32(len(j)))
 	binary.BigEndian.PutUint32(hdr[4:], uint32(len(payload)))

@@ -183,8 +183,10 @@ type ExecResult struct {
 	// NamespaceLost says the worker was stopped (Stopped says why): the
 	// next call starts in a fresh namespace.
 	NamespaceLost bool `json:"namespace_lost"`
-	// Stopped is why the worker was stopped: "deadline", or "exited" (it
-	// ended on its own or crashed). A cancel is an error reply instead.
+	// Stopped is why the worker was stopped: "deadline", "taken_over" (a
+	// person took the desktop: agentd stopped the code, and Output says
+	// so), or "exited" (it ended on its own or crashed). A cancel is an
+	// error reply instead.
 	Stopped string `json:"stopped,omitempty"`
 	// Released lists the keys and buttons the code left held, released
 	// when the call ended.

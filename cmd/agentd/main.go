@@ -97,7 +97,7 @@ func run() error {
 	capabilities := []string{"batch", "view", "cancel", "release_all", "capture:" + string(screen.Method())}
 	var codeSvc *codeexec.Service
 	if *code {
-		codeSvc, err = startCode(*display, *codePython, *codeDir, *tokenFile, exec, input, *scrollStep, logger.Printf)
+		codeSvc, err = startCode(*display, *codePython, *codeDir, *tokenFile, *scrollStep, logger.Printf)
 		if err != nil {
 			return err
 		}
@@ -124,6 +124,7 @@ func run() error {
 			return err
 		},
 		Code:         codeSvc,
+		Hold:         input,
 		Browser:      browserSrv,
 		Capabilities: capabilities,
 		Logf:         logger.Printf,
