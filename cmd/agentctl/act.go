@@ -37,7 +37,9 @@ func runAct(ctx context.Context, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `usage: agentctl act [flags] JSON|-
   JSON is one action object or an array of them, in screen coordinates, e.g.
-  '[{"type":"click","x":100,"y":200},{"type":"type","text":"hello"}]'; - reads stdin.`)
+  '[{"type":"click","x":100,"y":200},{"type":"type","text":"hello"}]'; - reads stdin.
+  An array is one call: every action is checked before any runs, and a
+  failure names its index in the array.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
