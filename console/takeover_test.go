@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"image/color"
 	"image/png"
 	"net/http"
@@ -455,5 +456,94 @@ func TestPageAfterTheRunEnds(t *testing.T) {
 	time.Sleep(8 * time.Second)
 	if after := requests.Load(); after != before {
 		t.Fatalf("the page made %d requests after the run ended and the console closed", after-before)
+	}
+}
+
+// A take over and hand back while the model is thinking (issue 26): the
+// model's next call was chosen from a screenshot the person made out of
+// date, so it does not run; it is answered with a fresh screenshot and the
+// person's note, and the record has the take over.
+func TestHandBackWhileTheModelThinks(t *testing.T) {
+	d := startDesktop(t)
+	d.screenshot(t)
+	model, modelURL := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+		respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`), respserver.Final("done"))
+	defer model.Close()
+	c, err := guest.Dial(context.Background(), d.addr, d.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+	ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
+	defer ts.Close()
+	op, err := guest.Operate(context.Background(), d.addr, d.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	opCtx, opCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer opCancel()
+	var events []runner.Event
+	var personErr error
+	runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
+		OnEvent: func(e runner.Event) {
+			events = append(events, e)
+			if e.Kind != runner.EventResponse || e.Step != 2 {
+				return
+			}
+			// The model's click has arrived but not run: a person takes
+			// the desktop, acts and hands it back before it does.
+			personErr = errors.Join(op.Take(opCtx, takeoverBy),
+				func() error {
+					_, err := op.Input(opCtx, actions.Action{Type: actions.Click, Button: actions.Left, X: 200, Y: 100})
+					return err
+				}())
+			d.rec.Fill(t, 0, 0, 300, 300, color.RGBA{R: 250, G: 0, B: 200, A: 255})
+			d.rec.Sync(t)
+			personErr = errors.Join(personErr, op.HandBack(opCtx, "NOTE-7319 moved the window"))
+		}}})
+	if personErr != nil {
+		t.Fatal(personErr)
+	}
+	if err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	d.rec.Sync(t)
+	for _, e := range d.rec.Events() {
+		if e.Kind == xrecorder.ButtonPress && e.X == 720 && e.Y == 450 {
+			t.Fatalf("the model's click, chosen before the take over, reached the desktop: %v", e)
+		}
+	}
+	reqs := model.Requests()
+	body := string(reqs[len(reqs)-1].Body)
+	for _, want := range []string{"A person took over the desktop", "did not run: 1. click left (640,400)", "NOTE-7319 moved the window"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the request after the hand back lacks %q", want)
+		}
+	}
+	_, rest, _ := strings.Cut(body, "data:image/png;base64,")
+	b64, _, _ := strings.Cut(rest, `"`)
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, g, b, _ := img.At(50, 50).RGBA(); r>>8 < 240 || g>>8 > 10 || b>>8 < 190 {
+		t.Fatalf("the screenshot after the hand back is not fresh: pixel (50,50) is %v", img.At(50, 50))
+	}
+	var back *runner.TakeoverEvent
+	for _, e := range events {
+		if e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverHandedBack {
+			back = e.Takeover
+		}
+	}
+	if back == nil || back.Leases != 1 || !slices.Equal(back.Notes, []string{"NOTE-7319 moved the window"}) || len(back.NotRun) != 1 {
+		t.Fatalf("hand back event %+v", back)
 	}
 }

@@ -150,6 +150,29 @@ func TestTerminalApprover(t *testing.T) {
 		t.Fatalf("cancelled: %v %v", v, err)
 	}
 
+	// Withdrawn by the run, which says why (a person took the desktop
+	// over): the terminal says so too.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	shown := &agentdtest.SyncBuffer{}
+	p := &TerminalApprover{in: r, out: shown, interactive: true}
+	wctx, withdraw := context.WithCancelCause(context.Background())
+	go func() {
+		for !strings.Contains(shown.String(), "[y/N]") {
+			time.Sleep(time.Millisecond)
+		}
+		withdraw(ErrQuestionStale)
+	}()
+	click := actions.Action{Type: actions.Click, X: 1, Y: 2, Button: actions.Left}
+	v, err := p.ApproveAction(wctx, ActionInfo{CallID: "call_2", Action: click, Actions: []actions.Action{click}})
+	if v == true || !errors.Is(err, context.Canceled) || !strings.Contains(shown.String(), "withdrawn: a person took over the desktop") {
+		t.Fatalf("withdrawn: %v %v %q", v, err, shown.String())
+	}
+
 	// Not a terminal: refused without asking.
 	f, err := os.Open(os.DevNull)
 	if err != nil {
