@@ -9,9 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
+	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/wire"
 )
 
@@ -115,6 +120,81 @@ func TestTakeoverStopsRunningCode(t *testing.T) {
 	}
 	if res := d.run(t, "print('again')"); !res.FreshNamespace || res.Output != "again\n" {
 		t.Fatalf("exec after the hand back: %+v", res)
+	}
+}
+
+// TestTakeoverCodeModeRunWaitsForTheHandBack: in a code-mode run (the real
+// SDK, the scripted model) a take over stops the model's running code; the
+// run waits for the hand back, records both moments, and answers the call
+// with what happened and the person's note; the run then goes on.
+func TestTakeoverCodeModeRunWaitsForTheHandBack(t *testing.T) {
+	d := newDesk(t)
+	srv, url := respserver.Start(
+		respserver.Items(codeCall(moverCode)),
+		respserver.Items(codeCall("print('after')")),
+		respserver.Final("done"))
+	defer srv.Close()
+	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+	paused := make(chan struct{}, 1)
+	var events []runner.Event
+	tool := runner.NewCodeTool(d.client, runner.CodeOptions{Deadline: 90 * time.Second})
+	ran := make(chan error, 1)
+	go func() {
+		_, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool},
+			CallOptions: runner.CallOptions{OnEvent: func(e runner.Event) {
+				events = append(events, e)
+				if e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverPaused {
+					paused <- struct{}{}
+				}
+			}}})
+		ran <- err
+	}()
+	d.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return motions(evs, codeRow) >= 20 }, 60*time.Second)
+	person, err := guest.Operate(context.Background(), d.addr, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer person.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := person.Take(ctx, "the tester"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-paused:
+	case err := <-ran:
+		t.Fatalf("the run ended instead of waiting for the hand back: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the run did not pause at the take over")
+	}
+	if err := person.HandBack(ctx, "closed the dialog"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the run did not end after the hand back")
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	out, _ := outputsOf(t, reqs[1].Body)[0]["output"].([]any)
+	text := out[0].(map[string]any)["text"].(string)
+	if !strings.Contains(text, "stopped: a person took over the desktop") || !strings.Contains(text, "the person's note: closed the dialog") {
+		t.Fatalf("what the model was told of the take over: %q", text)
+	}
+	var phases []string
+	for _, e := range events {
+		if e.Kind == runner.EventTakeover {
+			phases = append(phases, e.Takeover.Phase)
+		}
+	}
+	if strings.Join(phases, ",") != "paused,handed_back" {
+		t.Fatalf("take over events %q", phases)
 	}
 }
 

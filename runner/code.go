@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/wire"
 )
 
@@ -157,13 +158,23 @@ func (p *codeCall) Execute(ctx context.Context, s *Step) (responses.ResponseInpu
 	took := time.Since(start)
 	first := p.tool.calls == 0
 	p.tool.calls++
-	if err != nil {
+	refused := errors.Is(err, computer.ErrTakenOver)
+	if err != nil && !refused {
 		return zero, fmt.Errorf("call %s (%s): %w", p.callID, CodeToolName, err)
+	}
+	var handedBack string
+	if refused || res.Stopped == StoppedTakenOver {
+		if handedBack, err = p.awaitHandback(ctx, s, refused); err != nil {
+			return zero, err
+		}
+		if refused {
+			res = wire.ExecResult{Output: "[not run: a person held the desktop when this call came; nothing of it ran, the namespace is kept]\n"}
+		}
 	}
 	s.Event(Event{Kind: EventCode, CallID: p.callID, Duration: Duration(took), Code: &CodeEvent{
 		Lines: lines(p.code), OutputBytes: len(res.Output), Images: len(res.Images), Raised: res.Traceback != "",
 		Fresh: res.FreshNamespace, Lost: res.NamespaceLost, Stopped: res.Stopped}})
-	content := responses.ResponseFunctionCallOutputItemListParam{{OfInputText: &responses.ResponseInputTextContentParam{Text: CodeOutputText(res, first)}}}
+	content := responses.ResponseFunctionCallOutputItemListParam{{OfInputText: &responses.ResponseInputTextContentParam{Text: CodeOutputText(res, first) + handedBack}}}
 	for _, im := range res.Images {
 		content = append(content, responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{
 			ImageURL: openai.String("data:image/png;base64," + base64.StdEncoding.EncodeToString(im.PNG)),
@@ -175,6 +186,44 @@ func (p *codeCall) Execute(ctx context.Context, s *Step) (responses.ResponseInpu
 		CallID: openai.String(p.callID),
 		Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfResponseFunctionCallOutputItemArray: content},
 	}}, nil
+}
+
+// StoppedTakenOver is wire.ExecResult.Stopped of a call a person's take
+// over stopped.
+const StoppedTakenOver = "taken_over"
+
+// awaitHandback is a code call a person's take over stopped (or refused):
+// the run waits for the hand back, records both moments as takeover
+// events, and returns what the model is told after the call's output.
+// Without a runner that can wait (computer.Overseen), a refusal stays an
+// error and a stopped call is answered as it is.
+func (p *codeCall) awaitHandback(ctx context.Context, s *Step, refused bool) (string, error) {
+	o, ok := p.tool.r.(computer.Overseen)
+	if !ok {
+		if refused {
+			return "", fmt.Errorf("call %s (%s): %w", p.callID, CodeToolName, computer.ErrTakenOver)
+		}
+		return "", nil
+	}
+	ev := &TakeoverEvent{Phase: TakeoverPaused}
+	s.Event(Event{Kind: EventTakeover, CallID: p.callID, Takeover: ev})
+	hb, err := o.AwaitHandback(ctx)
+	if err != nil {
+		return "", fmt.Errorf("call %s: waiting for the person to hand the desktop back: %w", p.callID, withCtx(ctx, err))
+	}
+	back := *ev
+	back.Phase, back.Handback = TakeoverHandedBack, hb
+	s.Event(Event{Kind: EventTakeover, CallID: p.callID, Takeover: &back})
+	var b strings.Builder
+	b.WriteString("[a person took over the desktop during this call and has handed it back to you")
+	if n := len(hb.Actions) + hb.More; n > 0 {
+		fmt.Fprintf(&b, "; they performed %d action(s) on it", n)
+	}
+	b.WriteString(". The screen may have changed: look at it (display(pyautogui.screenshot())) before you act again]\n")
+	for _, n := range hb.Notes {
+		fmt.Fprintf(&b, "[the person's note: %s]\n", n)
+	}
+	return b.String(), nil
 }
 
 // CodeOutputText is what the model reads of a code call: the output, the
