@@ -6,6 +6,9 @@
 // A checkpoint file ends with the SHA-256 of its content, so a torn or
 // truncated file is recognised and skipped: Last then returns the previous
 // good checkpoint, which is kept until a newer one is known to be whole.
+//
+// A checkpoint holds the run's responses verbatim (typed text, the model's
+// code), so the folder is private: made 0700, its files 0600.
 package ledger
 
 import (
@@ -37,11 +40,16 @@ type File struct {
 	seq  int
 }
 
-// Open takes the folder dir (creating it) for this process. It refuses a
+// Open takes the folder dir (creating it, private) for this process. It refuses a
 // folder another live process holds; a lock left by a dead process is
 // taken over (the operating system releases it with the process).
 func Open(dir string) (*File, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	// A folder that already existed (made by someone else, or by an older
+	// version) is made private too.
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	lock, err := acquire(filepath.Join(dir, "ledger.lock"))
@@ -170,7 +178,7 @@ func seqOf(name string) int {
 }
 
 func writeSync(name string, body []byte) error {
-	w, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	w, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}

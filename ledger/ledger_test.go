@@ -172,3 +172,32 @@ func TestASecondOpenInTheSameProcessIsRefused(t *testing.T) {
 		t.Fatalf("second Open: %v", err)
 	}
 }
+
+// A checkpoint holds typed text and the model's code: the folder is 0700
+// (even one that existed, readable by others) and its files 0600.
+func TestFilesArePrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Save([]byte(`{"typed":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("folder: %v %v, want 0700", fi.Mode(), err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("entries %v %v, want a checkpoint and the lock", entries, err)
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want 0600", e.Name(), fi.Mode(), err)
+		}
+	}
+}

@@ -18,7 +18,7 @@ var ErrHeld = errors.New("ledger: held by another process")
 // holder dies, so a lock file left by a dead process does not block; the
 // file records the holder's process id for the refusal message.
 func acquire(name string) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}

@@ -31,13 +31,17 @@ type Record struct {
 	shots map[int]int // screenshots written per step
 }
 
-// CreateRecord creates dir (and its parents) and starts its events.jsonl. It
-// refuses a folder that already holds a record.
+// CreateRecord creates dir (and its parents), private, and starts its
+// events.jsonl. It refuses a folder that already holds a record.
 func CreateRecord(dir string) (*Record, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("run record: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	// A folder that existed already is the record's too.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("run record: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("run record: %w", err)
 	}
@@ -75,7 +79,7 @@ func (r *Record) Event(ev Event) {
 		if n := r.shots[ev.Step]; n > 1 {
 			shot.File = fmt.Sprintf("step-%03d-%d.png", ev.Step, n)
 		}
-		if err := os.WriteFile(filepath.Join(r.dir, shot.File), shot.PNG, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(r.dir, shot.File), shot.PNG, 0o600); err != nil {
 			r.keep(fmt.Errorf("run record: %w", err))
 			shot.File = ""
 		}

@@ -79,6 +79,17 @@ func TestRecord(t *testing.T) {
 	if _, err := CreateRecord(dir); err == nil {
 		t.Fatal("a second record was written into the same folder")
 	}
+	// Private, as it shows the desktop: the folders it made 0700, its
+	// files 0600.
+	for _, p := range []string{filepath.Dir(dir), dir, filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "step-001.png")} {
+		want := os.FileMode(0o600)
+		if p == dir || p == filepath.Dir(dir) {
+			want = 0o700
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want %v", p, fi.Mode(), err, want)
+		}
+	}
 }
 
 func TestRecordFinishWithError(t *testing.T) {

@@ -89,7 +89,7 @@ func TestCrashExercise(t *testing.T) {
 			defer srv.Close()
 			// The rig's command with the guest's token file and the
 			// exercise's view (later flags win).
-			rig := &crashRig{t: t, agentctl: agentctl, addr: d.Addr}
+			rig := &crashRig{t: t, agentctl: agentctl, addr: d.Addr, state: t.TempDir()}
 			run := func(crashAt string, args ...string) ([]byte, error) {
 				return rig.command(url, crashAt, append([]string{"--token-file", d.TokenFile, "--view", "1280x800"}, args...)...).CombinedOutput()
 			}

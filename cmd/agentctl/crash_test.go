@@ -41,18 +41,22 @@ type crashRig struct {
 	agentctl string
 	addr     string
 	rec      *xrecorder.Recorder
+	// state is agentctl's XDG_STATE_HOME, where runs keep their
+	// checkpoints.
+	state string
 }
 
-func newCrashRig(t *testing.T) *crashRig {
+// newCrashRig starts the rig's agentd with args added.
+func newCrashRig(t *testing.T, args ...string) *crashRig {
 	prereq.Programs(t, prereq.X, "Xvfb")
 	agentd := agentdtest.Binary(t)
 	x := xvfbtest.Start(t, 640, 400)
 	rec := xrecorder.Start(t, x.Display)
 	addrFile := filepath.Join(t.TempDir(), "addr")
-	cmd := exec.Command(agentd, "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
+	cmd := exec.Command(agentd, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
 	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+crashToken)
 	addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
-	return &crashRig{t: t, agentctl: agentctlBinary(t), addr: addr, rec: rec}
+	return &crashRig{t: t, agentctl: agentctlBinary(t), addr: addr, rec: rec, state: t.TempDir()}
 }
 
 // agentctlBinary is $AGENTD_BIN/agentctl (make test builds it), else a
@@ -82,7 +86,7 @@ func agentctlBinary(t *testing.T) string {
 func (r *crashRig) command(url, crashAt string, args ...string) *exec.Cmd {
 	cmd := exec.Command(r.agentctl, append([]string{"run", "--guest", r.addr, "--view", "640x400"}, args...)...)
 	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY=sk-crash-test", "AGENTD_TOKEN="+crashToken,
-		"AGENTD_CRASH_AT="+crashAt)
+		"AGENTD_CRASH_AT="+crashAt, "XDG_STATE_HOME="+r.state)
 	return cmd
 }
 
@@ -196,7 +200,7 @@ func TestCrashTornCheckpointAndTwoProcesses(t *testing.T) {
 	srv, url := respserver.Start(crashScript()...)
 	defer srv.Close()
 	run := r.killed(url, "after_call:2", t.TempDir()) // the click done
-	cps, _ := filepath.Glob(filepath.Join(run, "ledger", "checkpoint-*.json"))
+	cps, _ := filepath.Glob(filepath.Join(r.state, "agentd", "runs", filepath.Base(run), "checkpoint-*.json"))
 	if len(cps) < 2 {
 		t.Fatalf("checkpoints %v", cps)
 	}

@@ -9,17 +9,43 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
+	"github.com/agentd-dev/agentd/internal/statedir"
 	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/runner"
 )
 
-// ledgerDir is where a run keeps its checkpoints, inside its record.
-func ledgerDir(record string) string { return filepath.Join(record, "ledger") }
+// ledgerDir is where the run id keeps its checkpoints: outside its record,
+// in the user's private state directory (~/.local/state/agentd/runs/<id>),
+// since a checkpoint holds the model's responses verbatim (typed text, the
+// model's code) and the record must not.
+func ledgerDir(id string) (string, error) {
+	if !runIDPattern.MatchString(id) {
+		return "", fmt.Errorf("run id %q is not one agentctl makes", id)
+	}
+	root, err := statedir.State("agentd")
+	if err != nil {
+		return "", err
+	}
+	runs := filepath.Join(root, "runs")
+	if err := statedir.Ensure(runs); err != nil {
+		return "", err
+	}
+	return filepath.Join(runs, id), nil
+}
+
+// runIDPattern is a run id as agentctl makes it (the record folder's
+// name); the id read back from a record names a folder, so nothing else
+// is taken.
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // startNote is what the first run of a record noted at its start.
 type startNote struct {
+	// RunID names the run's checkpoints (ledgerDir); a record of an
+	// agentctl that kept them inside it has none.
+	RunID    string `json:"run_id"`
 	Task     string `json:"task"`
 	Model    string `json:"model"`
 	Mode     string `json:"mode"`
@@ -79,10 +105,20 @@ func resumable(dir string) (startNote, *ledger.File, *runner.Checkpoint, error) 
 	if !found {
 		return start, nil, nil, fmt.Errorf("--resume %s: the record has no start line", dir)
 	}
-	if _, err := os.Stat(ledgerDir(dir)); err != nil {
+	if start.RunID == "" {
+		if _, err := os.Stat(filepath.Join(dir, "ledger")); err == nil {
+			return start, nil, nil, fmt.Errorf("--resume %s: an older agentctl kept this run's checkpoints in its record (ledger/, which holds typed text); it cannot be resumed: delete that folder", dir)
+		}
+		return start, nil, nil, fmt.Errorf("--resume %s: the record names no checkpoints", dir)
+	}
+	ld, err := ledgerDir(start.RunID)
+	if err != nil {
+		return start, nil, nil, fmt.Errorf("--resume %s: %w", dir, err)
+	}
+	if _, err := os.Stat(ld); err != nil {
 		return start, nil, nil, fmt.Errorf("--resume %s: the run kept no checkpoints: %w", dir, err)
 	}
-	led, err := ledger.Open(ledgerDir(dir))
+	led, err := ledger.Open(ld)
 	if err != nil {
 		return start, nil, nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}

@@ -72,7 +72,10 @@ network unless --network), removed afterwards.
 Uses OPENAI_API_KEY, and OPENAI_BASE_URL when set. Pending safety checks
 (and, with --confirm, each action) are asked on the terminal (y/N) and, with
 --console, in the page; without either they are refused.
-Each run keeps checkpoints in its record (ledger/); --resume continues a run
+The record (private: 0700, files 0600) never holds typed text or the model's
+code. Each run keeps checkpoints, which do, in a private folder of its own
+($XDG_STATE_HOME or ~/.local/state, agentd/runs/<id>), removed when the run
+ends unless it failed in computer mode; --resume continues a run
 that stopped (crash, kill, error) from the end of its last completed step,
 with the remaining request budget, the same task and model, and the run's
 --view, --confirm, --stream, --eager and context budget unless given. If it stopped
@@ -223,16 +226,21 @@ it is never run again unless answered not-done.`)
 		}
 		rec.Note("resume", note)
 	} else {
-		dir = filepath.Join(*recordDir, time.Now().Format("20060102-150405")+"-"+randhex.String(3))
+		id := time.Now().Format("20060102-150405") + "-" + randhex.String(3)
+		dir = filepath.Join(*recordDir, id)
+		ld, err := ledgerDir(id)
+		if err != nil {
+			return err
+		}
 		if rec, err = runner.CreateRecord(dir); err != nil {
 			return err
 		}
 		rec.Note("start", map[string]any{
-			"task": task, "model": *model, "mode": *mode, "guest": g.addr, "max_steps": *maxSteps, "api": apiEndpoint(),
+			"run_id": id, "task": task, "model": *model, "mode": *mode, "guest": g.addr, "max_steps": *maxSteps, "api": apiEndpoint(),
 			"context_images": budget.images, "context_bytes": budget.bytes,
 			"view": *viewSize, "confirm": *confirm, "stream": *stream, "eager": *eager,
 		})
-		if led, err = ledger.Open(ledgerDir(dir)); err != nil {
+		if led, err = ledger.Open(ld); err != nil {
 			return err
 		}
 		defer led.Close()
@@ -308,6 +316,14 @@ it is never run again unless answered not-done.`)
 	recErr := rec.Finish(res, runErr)
 	if recErr != nil {
 		fmt.Fprintf(stderr, "warning: the run record is incomplete: %v\n", recErr)
+	}
+	// The checkpoints hold typed text and the model's code: they stay only
+	// while a resume may need them (a computer-mode run that failed).
+	if runErr == nil || *mode != "computer" {
+		led.Close()
+		if err := os.RemoveAll(led.Dir()); err != nil {
+			fmt.Fprintf(stderr, "warning: the run's checkpoints were not removed: %v\n", err)
+		}
 	}
 	if srv != nil {
 		// The open pages show how the run ended before the console closes.

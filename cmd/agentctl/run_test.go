@@ -90,6 +90,7 @@ func harness(t *testing.T, turns ...respserver.Turn) (*respserver.Server, *deskt
 	t.Setenv("OPENAI_BASE_URL", url)
 	t.Setenv("OPENAI_API_KEY", secretKey)
 	t.Setenv("AGENTD_TOKEN", "guest-token")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	d := newDesktop(t)
 	old := dialGuest
 	dialGuest = func(_ context.Context, addr, token string) (guestConn, error) {

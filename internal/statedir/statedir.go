@@ -1,5 +1,6 @@
 // Package statedir makes the private directories agentd's host side keeps
-// guest state in (tokens, sockets, logs), and the tokens. They live in shared places like
+// guest state in (tokens, sockets, logs) and runs' checkpoints in, and the
+// tokens. They live in shared places like
 // /tmp, where another user could have planted a symlink or a directory of
 // their own, so each is checked to be a real directory of this user, mode
 // 0700.
@@ -34,6 +35,29 @@ func Root(name string) (string, error) {
 		return "", err
 	}
 	return root, nil
+}
+
+// State returns the private directory name under $XDG_STATE_HOME (when it
+// is an absolute path, else ~/.local/state), made and checked by Ensure:
+// state that must outlive a reboot, unlike Root's, such as the checkpoints
+// a run resumes from.
+func State(name string) (string, error) {
+	base := os.Getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(base) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("state directory: %w", err)
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	dir := filepath.Join(base, name)
+	if err := Ensure(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 // Ensure creates dir (mode 0700) if missing and checks that it is a real

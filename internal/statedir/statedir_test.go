@@ -89,3 +89,27 @@ func TestWriteToken(t *testing.T) {
 		t.Error("WriteToken replaced an existing token")
 	}
 }
+
+// State is under $XDG_STATE_HOME when it is absolute, else under
+// ~/.local/state (a relative XDG_STATE_HOME is ignored, as the XDG
+// specification says); both private.
+func TestState(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", xdg)
+	dir, err := State("agentd")
+	if err != nil || dir != filepath.Join(xdg, "agentd") {
+		t.Fatalf("State = %q, %v", dir, err)
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_STATE_HOME", "relative")
+	dir, err = State("agentd")
+	if err != nil || dir != filepath.Join(home, ".local", "state", "agentd") {
+		t.Fatalf("State = %q, %v", dir, err)
+	}
+	for _, d := range []string{filepath.Join(home, ".local"), filepath.Join(home, ".local", "state"), dir} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v, want 0700", d, fi.Mode(), err)
+		}
+	}
+}
