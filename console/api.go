@@ -54,8 +54,17 @@ func (s *Server) serveRunFile(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such file", http.StatusNotFound)
 		return
 	}
+	f, fi, err := openRecordFile(s.cfg.RunsDir, id, name)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.cfg.Logf("console: run %s: %v", id, err)
+		}
+		http.Error(w, "no such file", http.StatusNotFound)
+		return
+	}
+	defer f.Close()
 	w.Header().Set("Content-Type", "image/png")
-	http.ServeFile(w, r, filepath.Join(s.cfg.RunsDir, id, name))
+	http.ServeContent(w, r, name, fi.ModTime(), f)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -211,7 +211,7 @@ func TestConsoleInChromium(t *testing.T) {
 	writeRunShots(t, runs, runName, d.screenshot(t), d.screenshot(t))
 	s := startConsole(t, Config{RunsDir: runs, Guest: &Guest{Addr: d.addr, Token: d.token}, CurrentRun: runName})
 	ctx := headless(t)
-	base := "http://" + s.Addr()
+	base := s.Base()
 
 	resp := run(t, ctx, chromedp.NavigateResponse(base+"/"))
 	if resp.Status != 401 {
@@ -299,7 +299,7 @@ func TestConsoleInChromium(t *testing.T) {
 			final: document.querySelector('#run-end .final').textContent,
 		};
 	})()`))
-	want := map[string]any{"img": "/api/runs/" + runName + "/step-001.png", "loaded": 1280.0, "clicks": 1.0, "drags": 1.0, "scrolls": 1.0,
+	want := map[string]any{"img": "api/runs/" + runName + "/step-001.png", "loaded": 1280.0, "clicks": 1.0, "drags": 1.0, "scrolls": 1.0,
 		"scrollArrow": "640,400,640,448", "scrollHead": 1.0, "clickButton": "left",
 		"dragPoints": "100,100 400,120 420,300 200,320 300,200", "dragThrough": true, "dragStraight": false,
 		"labels": []any{"3. type 12 chars"}, "final": "The form is submitted."}
@@ -384,7 +384,7 @@ func TestConsoleApprovalsInChromium(t *testing.T) {
 	c := client(t)
 	c.Jar.SetCookies(&url.URL{Scheme: "http", Host: s.Addr()}, []*http.Cookie{{Name: cookieName, Value: s.auth.cookie}})
 	for _, origin := range []string{"", "http://attacker.example"} {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+s.Addr()+"/api/questions/"+id, strings.NewReader("approve"))
+		req, _ := http.NewRequest(http.MethodPost, s.Base()+"/api/questions/"+id, strings.NewReader("approve"))
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
@@ -396,7 +396,7 @@ func TestConsoleApprovalsInChromium(t *testing.T) {
 	if err := <-res; !errors.Is(err, ErrNotAnswered) {
 		t.Fatalf("a withdrawn question: %v", err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+s.Addr()+"/api/questions/"+id, strings.NewReader("approve"))
+	req, _ := http.NewRequest(http.MethodPost, s.Base()+"/api/questions/"+id, strings.NewReader("approve"))
 	req.Header.Set("Origin", "http://"+s.Addr())
 	if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusConflict {
 		t.Fatalf("an answer to a withdrawn question: %v %v", r, err)
@@ -540,7 +540,7 @@ func TestConsoleBeforeActionInChromium(t *testing.T) {
 		if clickQuestion == nil {
 			t.Fatalf("%s: the click was never asked about in the page (run: %v)", button, runErr)
 		}
-		if clickQuestion["img"] != "/api/runs/"+runName+"/step-001.png" || clickQuestion["asked"] != "mark-click asked" || clickQuestion["button"] != "right" {
+		if clickQuestion["img"] != "api/runs/"+runName+"/step-001.png" || clickQuestion["asked"] != "mark-click asked" || clickQuestion["button"] != "right" {
 			t.Errorf("%s: the click's question shows %v, want step-001.png with the right click marked", button, clickQuestion)
 		}
 		d.rec.Sync(t)

@@ -6,9 +6,11 @@
 // It serves one page application from the host: Go templates and embedded
 // plain JavaScript and CSS, on a loopback address. The URL it prints carries
 // a one-time secret, exchanged on first load for an HttpOnly, SameSite=Strict
-// cookie; every request is checked for that cookie, for the Host header
-// (against DNS rebinding) and for a same-origin Origin; there is no CORS and
-// a strict Content-Security-Policy (see secure.go).
+// cookie whose Path is the console's random prefix (cookies ignore ports:
+// other local servers never get it); every request is checked for that
+// cookie, for the Host header (against DNS rebinding) and for a same-origin
+// Origin; there is no CORS and a strict Content-Security-Policy (see
+// secure.go).
 package console
 
 import (
@@ -59,6 +61,9 @@ type Server struct {
 	http *http.Server
 	page *template.Template
 	host string // the Host header every request must carry
+	// base is the random path prefix every address of the console is
+	// under, and its cookie's Path ("/" and 32 hex digits).
+	base string
 	auth auth
 
 	questions questions
@@ -94,7 +99,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	s := &Server{cfg: cfg, ln: ln, page: page, host: ln.Addr().String(), done: make(chan error, 1)}
+	s := &Server{cfg: cfg, ln: ln, page: page, host: ln.Addr().String(), base: "/" + randhex.String(16), done: make(chan error, 1)}
 	s.auth = newAuth(randhex.String(32), randhex.String(32))
 	s.live, s.endLive = context.WithCancel(context.Background())
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
@@ -104,10 +109,14 @@ func Start(cfg Config) (*Server, error) {
 
 // URL is the one-time address to open: it carries the secret, which the
 // first load exchanges for the console's cookie.
-func (s *Server) URL() string { return "http://" + s.host + "/login?secret=" + s.auth.secret }
+func (s *Server) URL() string { return s.Base() + "/login?secret=" + s.auth.secret }
 
 // Addr is the address the console listens on.
 func (s *Server) Addr() string { return s.host }
+
+// Base is the console's root URL, without the trailing slash: its page is
+// Base()+"/", its API under Base()+"/api/".
+func (s *Server) Base() string { return "http://" + s.host + s.base }
 
 // Close stops the console and its live-view relays. After End it first
 // waits briefly for the open pages to read the run's end.

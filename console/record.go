@@ -205,9 +205,10 @@ type line struct {
 // maxLine bounds one line of a record (a long final message fits).
 const maxLine = 8 << 20
 
-// readRun reads the record in dir.
+// readRun reads the record in dir, the folder id of the runs folder
+// (openRecordFile: no symlink is followed).
 func readRun(dir, id string) (*Run, error) {
-	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
+	f, _, err := openRecordFile(filepath.Dir(dir), id, "events.jsonl")
 	if err != nil {
 		return nil, err
 	}

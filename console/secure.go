@@ -45,11 +45,18 @@ func (a *auth) exchange(given string) bool {
 }
 
 // secure wraps every route: the Host must be the console's own address
-// (a rebound DNS name is refused), a request from a page must come from the
-// console's own origin, and everything but the login needs the cookie. No
-// CORS header is ever sent.
+// (a rebound DNS name is refused), the path must be under the console's
+// random prefix (s.base, the cookie's Path), a request from a page must
+// come from the console's own origin, and everything but the login needs
+// the cookie. No CORS header is ever sent. next gets the path without the
+// prefix.
+//
+// Cookies ignore ports: a cookie of Path=/ on 127.0.0.1 would go to every
+// other server on 127.0.0.1 the browser visits, which could replay it. Its
+// Path is the prefix, 128 random bits no other server's page is ever at.
 func (s *Server) secure(next http.Handler) http.Handler {
 	origin := "http://" + s.host
+	next = http.StripPrefix(s.base, next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", csp)
@@ -63,6 +70,11 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			s.refuse(w, r, http.StatusMisdirectedRequest, "wrong Host: the console answers to "+s.host+" only")
 			return
 		}
+		path, ok := strings.CutPrefix(r.URL.Path, s.base)
+		if !ok || !strings.HasPrefix(path, "/") {
+			s.refuse(w, r, http.StatusNotFound, "not found: open the URL agentctl printed")
+			return
+		}
 		if o := r.Header.Get("Origin"); o != "" && o != origin {
 			s.refuse(w, r, http.StatusForbidden, "requests from other origins are refused")
 			return
@@ -74,7 +86,7 @@ func (s *Server) secure(next http.Handler) http.Handler {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			// The only thing the page sends is an answer, and only from
 			// the page itself: its own Origin must be there.
-			if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/api/questions/") {
+			if r.Method != http.MethodPost || !strings.HasPrefix(path, "/api/questions/") {
 				s.refuse(w, r, http.StatusMethodNotAllowed, "the console only takes answers to its questions")
 				return
 			}
@@ -83,7 +95,7 @@ func (s *Server) secure(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if r.URL.Path == "/login" {
+		if path == "/login" {
 			s.login(w, r)
 			return
 		}
@@ -96,16 +108,17 @@ func (s *Server) secure(next http.Handler) http.Handler {
 	})
 }
 
-// login exchanges the one-time secret for the cookie, then shows the page.
+// login exchanges the one-time secret for the cookie, scoped to the
+// console's prefix, then shows the page.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !s.auth.exchange(r.URL.Query().Get("secret")) {
 		s.refuse(w, r, http.StatusForbidden, "this sign-in link is wrong or was already used: start the console again for a new one")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.auth.cookie, Path: "/",
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.auth.cookie, Path: s.base,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	// The page's address no longer carries the secret.
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, s.base+"/", http.StatusSeeOther)
 }
 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {

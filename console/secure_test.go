@@ -61,7 +61,7 @@ func TestConsoleIsSecured(t *testing.T) {
 	runs := t.TempDir()
 	writeRun(t, runs, "r1")
 	s := startConsole(t, Config{RunsDir: runs})
-	base := "http://" + s.Addr()
+	base := s.Base()
 	c := client(t)
 
 	if r := get(t, c, base+"/", nil); r.StatusCode != http.StatusUnauthorized {
@@ -71,11 +71,11 @@ func TestConsoleIsSecured(t *testing.T) {
 		t.Fatalf("a wrong secret: HTTP %d", r.StatusCode)
 	}
 	r := get(t, c, s.URL(), nil)
-	if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/" {
+	if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != s.base+"/" {
 		t.Fatalf("the secret: HTTP %d to %q", r.StatusCode, r.Header.Get("Location"))
 	}
 	sc := r.Header.Get("Set-Cookie")
-	for _, want := range []string{cookieName + "=", "HttpOnly", "SameSite=Strict", "Path=/"} {
+	for _, want := range []string{cookieName + "=", "HttpOnly", "SameSite=Strict", "Path=" + s.base + ";"} {
 		if !strings.Contains(sc, want) {
 			t.Fatalf("cookie %q lacks %q", sc, want)
 		}

@@ -43,7 +43,7 @@ func TestTakeOverInChromium(t *testing.T) {
 	d.screenshot(t) // paints the desktop
 	s := startConsole(t, Config{RunsDir: t.TempDir(), Guest: &Guest{Addr: d.addr, Token: d.token}})
 	ctx := headless(t)
-	base := "http://" + s.Addr()
+	base := s.Base()
 
 	// Without the cookie: the page's own origin, no sign-in.
 	run(t, ctx, chromedp.Navigate(base+"/"))

@@ -49,7 +49,7 @@ func TestConsoleApprovalsThroughThePage(t *testing.T) {
 		}()
 		var id string
 		for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			r, err := c.Get("http://" + srv.Addr() + "/api/questions")
+			r, err := c.Get(srv.Base() + "/api/questions")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestConsoleApprovalsThroughThePage(t *testing.T) {
 				}
 			}
 		}
-		req, _ := http.NewRequest(http.MethodPost, "http://"+srv.Addr()+"/api/questions/"+id, strings.NewReader(answer))
+		req, _ := http.NewRequest(http.MethodPost, srv.Base()+"/api/questions/"+id, strings.NewReader(answer))
 		req.Header.Set("Origin", "http://"+srv.Addr())
 		if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusNoContent {
 			t.Fatalf("answer: %v %v", r, err)

@@ -19,6 +19,14 @@ function svg(tag, attrs) {
   return e;
 }
 
+// Every address is relative to the page's: the console lives under a
+// random path prefix, its cookie's Path (takeover.js uses wsURL too).
+function wsURL(path) {
+  const u = new URL(path, location.href);
+  u.protocol = 'ws:';
+  return u.href;
+}
+
 function secs(s) {
   if (!s) return '0 ms';
   return s < 1 ? Math.round(s * 1000) + ' ms' : s.toFixed(2) + ' s';
@@ -40,7 +48,7 @@ function startLive() {
   const g = canvas.getContext('2d');
   let frames = 0;
   let painting = Promise.resolve();
-  const ws = new WebSocket(`ws://${location.host}/live`);
+  const ws = new WebSocket(wsURL('live'));
   ws.binaryType = 'blob';
   ws.onopen = () => { status.textContent = 'live'; };
   ws.onmessage = (ev) => {
@@ -89,7 +97,7 @@ function showEnded(o) {
   // The record is complete now: show it, then tell the console this page
   // has what it needs (it closes once the open pages have).
   clearTimeout(refresh);
-  route().finally(() => fetch('/api/questions?ended=1&page=' + pageID, { credentials: 'same-origin' }).catch(() => {}));
+  route().finally(() => fetch('api/questions?ended=1&page=' + pageID, { credentials: 'same-origin' }).catch(() => {}));
 }
 
 // ---- runs ---------------------------------------------------------------
@@ -101,7 +109,7 @@ async function getJSON(url) {
 }
 
 async function showRuns() {
-  const data = await getJSON('/api/runs');
+  const data = await getJSON('api/runs');
   const body = $('#runs tbody');
   body.replaceChildren();
   for (const run of data.runs) {
@@ -129,7 +137,7 @@ let replay = { run: null, pos: -1 }; // pos -1: every step
 let refresh = null;
 
 async function showRun(id) {
-  const run = await getJSON('/api/runs/' + encodeURIComponent(id));
+  const run = await getJSON('api/runs/' + encodeURIComponent(id));
   if (replay.run === null || replay.run.id !== id) replay.pos = -1;
   replay.run = run;
   $('#run-title').textContent = run.task || run.id;
@@ -187,7 +195,7 @@ function stepItem(run, st) {
     const box = el('div', 'shot');
     const img = el('img');
     img.alt = `screenshot ${shot.file}`;
-    img.src = `/api/runs/${encodeURIComponent(run.id)}/${encodeURIComponent(shot.file)}`;
+    img.src = `api/runs/${encodeURIComponent(run.id)}/${encodeURIComponent(shot.file)}`;
     box.append(img);
     if (shot === st.shown && st.actions) box.append(marks(shot, st.actions));
     left.append(box, el('p', 'muted', `${shot.file}, ${shot.width}×${shot.height}`));
@@ -319,7 +327,7 @@ const pageID = [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toStr
 
 async function pollQuestions() {
   try {
-    const data = await getJSON('/api/questions?page=' + pageID);
+    const data = await getJSON('api/questions?page=' + pageID);
     const list = $('#question-list');
     const ids = data.questions.map((q) => q.id).join(',');
     if (list.dataset.ids !== ids) {
@@ -366,7 +374,7 @@ function questionItem(q) {
     const box = el('div', 'shot');
     const img = el('img');
     img.alt = `screenshot ${q.shot.file}`;
-    img.src = `/api/runs/${encodeURIComponent(q.run)}/${encodeURIComponent(q.shot.file)}`;
+    img.src = `api/runs/${encodeURIComponent(q.run)}/${encodeURIComponent(q.shot.file)}`;
     const drawn = marks(q.shot, (q.marks || []).map((m) => ({ mark: m })));
     if (q.index >= 0) drawn.querySelectorAll(`g[data-i="${q.index}"]`).forEach((g) => g.classList.add('asked'));
     box.append(img, drawn);
@@ -374,7 +382,7 @@ function questionItem(q) {
   }
   const answer = async (word, button) => {
     yes.disabled = no.disabled = true;
-    const r = await fetch('/api/questions/' + encodeURIComponent(q.id), { method: 'POST', body: word, credentials: 'same-origin' });
+    const r = await fetch('api/questions/' + encodeURIComponent(q.id), { method: 'POST', body: word, credentials: 'same-origin' });
     li.append(el('div', r.ok ? 'muted' : 'bad', r.ok ? `answered: ${word}` : await r.text()));
   };
   const yes = el('button', 'approve', 'Approve');

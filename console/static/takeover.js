@@ -35,7 +35,7 @@
   }
 
   function connect() {
-    ws = new WebSocket(`ws://${location.host}/takeover`);
+    ws = new WebSocket(wsURL('takeover'));
     ws.onmessage = (ev) => show(JSON.parse(ev.data));
     ws.onclose = () => {
       mine = false;
@@ -65,7 +65,7 @@
       return;
     }
     try {
-      const r = await fetch('/api/runs/' + encodeURIComponent(current), { credentials: 'same-origin' });
+      const r = await fetch('api/runs/' + encodeURIComponent(current), { credentials: 'same-origin' });
       const run = r.ok ? await r.json() : null;
       let last = null;
       for (const st of (run && run.step_list) || []) for (const tk of st.takeovers || []) last = tk;
