@@ -67,7 +67,7 @@ SOAK ?= 100
 .PHONY: reliability
 reliability: build ## Run the fault, security and soak tests (SOAK=N), then every fuzz target for 10s.
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) AGENTD_SOAK=$(SOAK) $(GO) test $(GOFLAGS_T) -timeout 30m -v \
-		-run '$(RELIABILITY_RUN)' ./agentd/ ./codeexec/ ./executor/ ./input/xtest/ ./cmd/agentd/ ./runner/ ./respserver/ > $(BIN)/reliability.log 2>&1; \
+		-run '$(RELIABILITY_RUN)' ./agentd/ ./codeexec/ ./executor/ ./input/xtest/ ./cmd/agentd/ ./runner/ ./respserver/ ./console/ ./cmd/agentctl/ > $(BIN)/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |FAIL|ok|panic)|soak:' $(BIN)/reliability.log; \
 		[ $$status -eq 0 ] || { echo "make reliability: tests failed, see $(BIN)/reliability.log"; exit $$status; }
 	$(MAKE) fuzz FUZZTIME=10s
