@@ -47,7 +47,7 @@ func TestTakeOverInChromium(t *testing.T) {
 
 	// Without the cookie: the page's own origin, no sign-in.
 	run(t, ctx, chromedp.Navigate(base+"/"))
-	run(t, ctx, chromedp.Evaluate[any](`(() => { const w = new WebSocket('ws://' + location.host + '/takeover');
+	run(t, ctx, chromedp.Evaluate[any](`(() => { const w = new WebSocket(new URL('takeover', location.href).href.replace(/^http/, 'ws'));
 		w.onopen = () => { window.__takeover = 'open'; }; w.onclose = () => { window.__takeover = window.__takeover || 'refused'; }; })()`))
 	if got := run(t, ctx, chromedp.Poll[string](`window.__takeover`)); got != "refused" {
 		t.Fatalf("a page without the cookie: the take over socket was %s", got)
