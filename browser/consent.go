@@ -2,10 +2,12 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // Phase says when consent is asked.
@@ -84,24 +86,46 @@ func ask(f func() (any, error)) (approved bool, err error) {
 // through. An origin with a path, query, fragment or credentials is an
 // error.
 func AllowOrigins(origins ...string) (URLPolicyFunc, error) {
+	set, err := ParseOrigins(origins...)
+	if err != nil {
+		return nil, fmt.Errorf("AllowOrigins: %w", err)
+	}
+	return func(_ context.Context, req URLPolicyRequest) (any, error) {
+		return set.Allows(req.URL), nil
+	}, nil
+}
+
+// OriginSet is a set of allowed origins, compared as AllowOrigins does. A
+// browser driver that enforces the policy where the browser loads (agentd's
+// Chromium) uses the same comparison as the URL policy.
+type OriginSet struct {
+	allowed map[origin]bool
+}
+
+// ParseOrigins parses origins (scheme://host[:port] each, at least one)
+// into a set.
+func ParseOrigins(origins ...string) (OriginSet, error) {
 	if len(origins) == 0 {
-		return nil, errors.New("AllowOrigins: no origins given")
+		return OriginSet{}, errors.New("no origins given")
 	}
 	allowed := make(map[origin]bool, len(origins))
 	for _, o := range origins {
 		u, err := url.Parse(o)
 		if err != nil {
-			return nil, fmt.Errorf("AllowOrigins: %q: %w", o, redactURLError(err))
+			return OriginSet{}, fmt.Errorf("%q: %w", o, redactURLError(err))
 		}
 		if u.Scheme == "" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") ||
 			u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
-			return nil, fmt.Errorf("AllowOrigins: %q is not an origin (scheme://host[:port])", o)
+			return OriginSet{}, fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
 		}
 		allowed[originOf(u)] = true
 	}
-	return func(_ context.Context, req URLPolicyRequest) (any, error) {
-		return req.URL != nil && req.URL.Host != "" && allowed[originOf(req.URL)], nil
-	}, nil
+	return OriginSet{allowed: allowed}, nil
+}
+
+// Allows reports whether u's origin is in the set.
+func (s OriginSet) Allows(u *url.URL) bool {
+	return u != nil && u.Host != "" && s.allowed[originOf(u)]
 }
 
 type origin struct {
@@ -115,4 +139,36 @@ func originOf(u *url.URL) origin {
 		port = defaultPort(scheme)
 	}
 	return origin{scheme: scheme, host: strings.ToLower(u.Hostname()), port: port}
+}
+
+// Summary describes the request's call for a person who is asked about it:
+// the member and its arguments as JSON, except that typed text and a
+// script's source are shown by their length only, as the computer tool's
+// type action is ("type 12 chars"): they may hold a password or other
+// secret that must not appear on a terminal or in its scrollback.
+func (r ConsentRequest) Summary() string {
+	var hidden string
+	var args any = r.Arguments
+	switch a := r.Arguments.(type) {
+	case TypeArgs:
+		hidden = fmt.Sprintf("%d chars", utf8.RuneCountInString(a.Text))
+		args = struct {
+			Target *string `json:"target"`
+			TabID  *string `json:"tab_id"`
+		}{a.Target, a.TabID}
+	case RunScriptArgs:
+		hidden = fmt.Sprintf("a script of %d chars", utf8.RuneCountInString(a.Source))
+		args = struct {
+			TabID     *string `json:"tab_id"`
+			TimeoutMS int64   `json:"timeout_ms"`
+		}{a.TabID, a.TimeoutMS}
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		raw = []byte("{}")
+	}
+	if hidden != "" {
+		return fmt.Sprintf("%s %s %s", r.Member, hidden, raw)
+	}
+	return fmt.Sprintf("%s %s", r.Member, raw)
 }

@@ -306,3 +306,24 @@ func TestConfirmReads(t *testing.T) {
 		t.Fatalf("an unlisted read ran %v", got)
 	}
 }
+
+// A consent question never shows typed text or a script's source, only
+// their length (issue: browser mode printed typed passwords on the
+// terminal); the rest of the call is shown as it is.
+func TestBrowserSafetyConsentSummaryHidesTypedText(t *testing.T) {
+	const secret = "hunter2-Sécret"
+	target := "e3"
+	for _, c := range []struct {
+		req  ConsentRequest
+		want string
+	}{
+		{ConsentRequest{Member: Type, Arguments: TypeArgs{Text: secret, Target: &target}}, `type 14 chars {"target":"e3","tab_id":null}`},
+		{ConsentRequest{Member: RunScript, Arguments: RunScriptArgs{Source: "fetch('/x?" + secret + "')", TimeoutMS: 500}}, `run_script a script of 26 chars {"tab_id":null,"timeout_ms":500}`},
+		{ConsentRequest{Member: Navigate, Arguments: NavigateArgs{URL: "https://shop.example/"}}, `navigate {"url":"https://shop.example/","tab_id":null}`},
+	} {
+		got := c.req.Summary()
+		if strings.Contains(got, secret) || got != c.want {
+			t.Errorf("Summary() = %q, want %q", got, c.want)
+		}
+	}
+}

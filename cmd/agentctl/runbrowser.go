@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -70,9 +69,9 @@ func browserToolset(d browser.Driver, origins []string, ask asker) (*browser.Bro
 	return browser.New(d, browser.WithConfirm(confirm), browser.WithURLPolicy(policy))
 }
 
-// consentQuestion says what the model asks to do and where.
+// consentQuestion says what the model asks to do and where; typed text
+// and a script's source by their length only (ConsentRequest.Summary).
 func consentQuestion(req browser.ConsentRequest) string {
-	args, _ := json.Marshal(req.Arguments)
 	where := "the browser"
 	if req.State != nil {
 		for _, t := range req.State.Tabs {
@@ -81,5 +80,5 @@ func consentQuestion(req browser.ConsentRequest) string {
 			}
 		}
 	}
-	return fmt.Sprintf("\nThe model asks for browser %s %s on %s.\nApprove? [y/N] ", req.Member, args, where)
+	return fmt.Sprintf("\nThe model asks for browser %s on %s.\nApprove? [y/N] ", req.Summary(), where)
 }

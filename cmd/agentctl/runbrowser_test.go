@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
@@ -62,5 +63,17 @@ func TestBrowserModeNeedsOrigins(t *testing.T) {
 	}
 	if _, err := browserToolset(nil, []string{"https://example.com/path"}, nil); err == nil {
 		t.Error("an origin with a path was accepted")
+	}
+}
+
+// The terminal question of browser mode shows typed text by its length
+// only, as computer mode does.
+func TestBrowserConsentQuestionHidesTypedText(t *testing.T) {
+	const secret = "correct-horse-battery"
+	target := "e1"
+	q := consentQuestion(browser.ConsentRequest{Member: browser.Type, Arguments: browser.TypeArgs{Text: secret, Target: &target},
+		State: &browser.State{Version: browser.StateV1, Tabs: []browser.Tab{{ID: "tab-1", Title: "Login", URL: "https://shop.example", Active: true}}}})
+	if strings.Contains(q, secret) || !strings.Contains(q, "type 21 chars") || !strings.Contains(q, `"target":"e1"`) || !strings.Contains(q, "https://shop.example") {
+		t.Errorf("question %q: want the call with the text's length, not the text", q)
 	}
 }
