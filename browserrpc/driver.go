@@ -16,7 +16,8 @@ type Caller func(ctx context.Context, member string, args json.RawMessage) (json
 // Driver is the guest's browser driver seen from the host: it implements
 // State, the 17 default methods the guest's Chromium offers (list_tabs is
 // derived from State by the toolset) and the opt-in set_checked, click_at,
-// hover_at and run_script, which a toolset offers only when selected.
+// hover_at and run_script, which a toolset offers only when selected. Its
+// SetAllowedOrigins is the host application's, for the load policy.
 type Driver struct {
 	call Caller
 }
@@ -163,4 +164,19 @@ func (d *Driver) RunScript(ctx context.Context, a browser.RunScriptArgs) (string
 		return "", fmt.Errorf("browser %s: the guest sent no result", browser.RunScript)
 	}
 	return *res.Script, nil
+}
+
+// SetAllowedOrigins makes the guest's browser load only from origins
+// (scheme://host[:port] each), whatever the page does: give it the origins
+// of the URL policy before the run. None lifts the limit. The limit stays
+// until it is set again or agentd restarts.
+func (d *Driver) SetAllowedOrigins(ctx context.Context, origins []string) error {
+	raw, err := json.Marshal(allowOriginsArgs{Origins: origins})
+	if err != nil {
+		return fmt.Errorf("browser %s: encode arguments: %w", MemberAllowOrigins, err)
+	}
+	if _, err := d.call(ctx, MemberAllowOrigins, raw); err != nil {
+		return err
+	}
+	return nil
 }

@@ -12,6 +12,7 @@
 package browserrpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,23 @@ import (
 
 // MemberState is the call that reads the driver's state.
 const MemberState = "state"
+
+// MemberAllowOrigins is the call that sets the origins the guest's browser
+// may load (LoadPolicy). It is the host application's call: no toolset
+// member sends it, so the model cannot change the policy.
+const MemberAllowOrigins = "allow_origins"
+
+// LoadPolicy is a driver that enforces the allowed origins where the
+// browser loads (every document, frame, pop-up and request, redirects
+// included), not only for navigate's URL. No origins lifts the limit.
+type LoadPolicy interface {
+	SetAllowedOrigins(ctx context.Context, origins []string) error
+}
+
+// allowOriginsArgs are allow_origins's arguments.
+type allowOriginsArgs struct {
+	Origins []string `json:"origins"`
+}
 
 // Result is a call's reply; the member's kind of result sets one field, or
 // none for a method that returned no text.
@@ -44,6 +62,22 @@ var ErrNotOffered = errors.New("the guest's browser does not offer this member")
 // transport to carry as such.
 func Serve(ctx context.Context, d browser.Driver, member string, args []byte) ([]byte, error) {
 	var res Result
+	if member == MemberAllowOrigins {
+		lp, ok := d.(LoadPolicy)
+		if !ok {
+			return nil, fmt.Errorf("%s: %w", member, ErrNotOffered)
+		}
+		var a allowOriginsArgs
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return nil, fmt.Errorf("%s: %w", member, err)
+		}
+		if err := lp.SetAllowedOrigins(ctx, a.Origins); err != nil {
+			return nil, fmt.Errorf("%s: %w", member, err)
+		}
+		return json.Marshal(res)
+	}
 	if member == MemberState {
 		if len(args) > 0 && string(args) != "{}" && string(args) != "null" {
 			return nil, errors.New("state takes no arguments")

@@ -126,6 +126,9 @@ func point(ctx context.Context, s *chromedp.Target, obj runtime.RemoteObjectID, 
 	return p.X, p.Y, nil
 }
 
+// settleTimeout bounds the wait for the task after an action.
+const settleTimeout = 2 * time.Second
+
 // act runs an action on a tab and then waits for a navigation it started
 // (a submitted form, a followed link) to load, so that the state and the
 // next read see the new page.
@@ -143,13 +146,22 @@ func (b *Browser) act(ctx context.Context, tabID *string, f func(ctx context.Con
 		defer stopStart()
 		loaded, stopLoad := s.Subscribe("Page.loadEventFired")
 		defer stopLoad()
+		stopped, stopStopped := s.Subscribe("Page.frameStoppedLoading")
+		defer stopStopped()
+		if err := toFront(ctx, s); err != nil {
+			return chromedp.Void{}, err
+		}
 		if err := f(ctx, s, t); err != nil {
 			return chromedp.Void{}, err
 		}
-		// One frame and a task later, a navigation the action caused has
-		// been requested.
+		// A task later, a navigation the action caused has been requested.
+		// Not a frame later: a tab behind another (its pop-up in front)
+		// renders no frames, and the wait would last until the call's
+		// deadline. A page too busy to run the task is not waited for.
+		settle, cancel := context.WithTimeout(ctx, settleTimeout)
 		var ignored bool
-		_ = evalValue(ctx, s, `new Promise(r => requestAnimationFrame(() => setTimeout(() => r(true), 0)))`, &ignored)
+		_ = evalValue(settle, s, `new Promise(r => setTimeout(() => r(true), 0))`, &ignored)
+		cancel()
 		select {
 		case <-requested:
 		case <-started:
@@ -159,16 +171,37 @@ func (b *Browser) act(ctx context.Context, tabID *string, f func(ctx context.Con
 		b.refs.reset()
 		wait := time.NewTimer(navigationTimeout)
 		defer wait.Stop()
-		select {
-		case <-loaded:
-		case <-wait.C:
-			return chromedp.Void{}, browser.NewBrowserError(fmt.Sprintf("the action started a navigation that did not finish loading within %s", navigationTimeout))
-		case <-ctx.Done():
-			return chromedp.Void{}, ctx.Err()
+		// The main frame stopping without a load is a navigation that
+		// ended in no document: a download, or a load that was cancelled.
+		for {
+			select {
+			case <-loaded:
+				return chromedp.Void{}, nil
+			case raw := <-stopped:
+				var ev struct {
+					FrameID string `json:"frameId"`
+				}
+				if json.Unmarshal(raw, &ev) == nil && ev.FrameID == string(t.target) {
+					return chromedp.Void{}, nil
+				}
+			case <-wait.C:
+				return chromedp.Void{}, browser.NewBrowserError(fmt.Sprintf("the action started a navigation that did not finish loading within %s", navigationTimeout))
+			case <-ctx.Done():
+				return chromedp.Void{}, ctx.Err()
+			}
 		}
-		return chromedp.Void{}, nil
 	})
-	return nil, err
+	return nil, b.report(ctx, err)
+}
+
+// toFront shows the tab in its window. A tab behind another (a pop-up
+// opened in front of it) renders no frames, and the input events and
+// screenshots that wait for one would wait until the call's deadline.
+func toFront(ctx context.Context, s *chromedp.Target) error {
+	if _, err := cdp.Call(ctx, s, page.BringToFront, cdp.Empty{}); err != nil {
+		return fmt.Errorf("bring the tab to the front: %w", err)
+	}
+	return nil
 }
 
 // onTarget is act on the element of a ref.
@@ -310,21 +343,27 @@ func (b *Browser) Scroll(ctx context.Context, args browser.ScrollArgs) (*string,
 			return err
 		}
 		amount := float64(min(args.Amount, 1<<20))
-		p := input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseWheel, X: math.Floor(w / 2), Y: math.Floor(h / 2)}
+		var dx, dy float64
 		switch args.Direction {
 		case browser.DirectionUp:
-			p.DeltaY = -amount
+			dy = -amount
 		case browser.DirectionDown:
-			p.DeltaY = amount
+			dy = amount
 		case browser.DirectionLeft:
-			p.DeltaX = -amount
+			dx = -amount
 		case browser.DirectionRight:
-			p.DeltaX = amount
+			dx = amount
 		}
 		if amount == 0 {
 			return nil
 		}
-		return mouse(ctx, s, p)
+		// Both deltas, the zero one too: the browser requires them, and
+		// cdproto's params leave a zero out.
+		p := map[string]any{"type": input.DispatchMouseEventTypeMouseWheel, "x": math.Floor(w / 2), "y": math.Floor(h / 2), "deltaX": dx, "deltaY": dy}
+		if err := s.Call(ctx, input.CommandDispatchMouseEvent, p, nil); err != nil {
+			return fmt.Errorf("mouse event: %w", err)
+		}
+		return nil
 	})
 }
 
@@ -360,5 +399,5 @@ func (b *Browser) WaitFor(ctx context.Context, args browser.WaitForArgs) (*strin
 			}
 		}
 	})
-	return nil, err
+	return nil, b.report(ctx, err)
 }

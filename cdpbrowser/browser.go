@@ -62,6 +62,9 @@ type Browser struct {
 	active  *tab
 	nextTab int
 	refs    refTable
+
+	policy loadPolicy
+	wg     sync.WaitGroup // the load policy's goroutines
 }
 
 // tab is one page target. ctx is the chromedp context attached to it.
@@ -174,6 +177,10 @@ func Start(ctx context.Context, cfg Config) (*Browser, error) {
 	t := chromedp.FromContext(browserCtx).Target
 	first := &tab{id: b.newTabID(), target: t.TargetID, ctx: browserCtx}
 	b.tabs, b.active = []*tab{first}, first
+	if err := b.startPolicy(ctx); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("cdpbrowser: %w", err)
+	}
 	return b, nil
 }
 
@@ -187,6 +194,7 @@ func (b *Browser) Close() error {
 	cancel()
 	b.browserCancel()
 	b.allocCancel()
+	b.wg.Wait()
 	if rerr := os.RemoveAll(b.dataDir); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -264,9 +272,20 @@ func (b *Browser) syncTabs(ctx context.Context) (map[target.ID]*target.Info, err
 	}
 	b.tabs = kept
 	for _, ti := range infos {
-		if !known[ti.TargetID] {
-			b.tabs = append(b.tabs, b.attach(ti.TargetID))
+		if known[ti.TargetID] {
+			continue
 		}
+		t, err := b.attach(ctx, ti.TargetID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			// Gone meanwhile, or not yet attachable: the next call
+			// lists it again.
+			delete(byID, ti.TargetID)
+			continue
+		}
+		b.tabs = append(b.tabs, t)
 	}
 	if b.active == nil || byID[b.active.target] == nil {
 		b.active = nil
@@ -278,10 +297,29 @@ func (b *Browser) syncTabs(ctx context.Context) (map[target.ID]*target.Info, err
 	return byID, nil
 }
 
-// attach makes a tab of an existing page target.
-func (b *Browser) attach(id target.ID) *tab {
-	ctx, cancel := chromedp.NewContext(b.browserCtx, chromedp.WithTargetID(id))
-	return &tab{id: b.newTabID(), target: id, ctx: ctx, cancel: cancel}
+// attach makes a tab of an existing page target. The first Run on a
+// chromedp context attaches its target and keeps that Run's context as the
+// target's for good: it must be the tab's own context, never a call's, or
+// the tab stops receiving its messages when the call ends; its calls then
+// hang, and once its queue is full so does every other tab (what a pop-up
+// used to do).
+func (b *Browser) attach(ctx context.Context, id target.ID) (*tab, error) {
+	tctx, cancel := chromedp.NewContext(b.browserCtx, chromedp.WithTargetID(id))
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(tctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("attach to tab: %w", err)
+	}
+	return &tab{id: b.newTabID(), target: id, ctx: tctx, cancel: cancel}, nil
 }
 
 // State reports the tabs, V1: titles are cut by the toolset.
@@ -358,7 +396,7 @@ func (b *Browser) Navigate(ctx context.Context, args browser.NavigateArgs) (*str
 		return nil, err
 	}
 	b.refs.reset()
-	return nil, b.navigate(ctx, t, args.URL)
+	return nil, b.report(ctx, b.navigate(ctx, t, args.URL))
 }
 
 func (b *Browser) navigate(ctx context.Context, t *tab, url string) error {
@@ -385,15 +423,18 @@ func (b *Browser) NewTab(ctx context.Context, args browser.NewTabArgs) (*string,
 	if err != nil {
 		return nil, fmt.Errorf("create target: %w", err)
 	}
-	t := b.attach(res.TargetID)
+	t, err := b.attach(ctx, res.TargetID)
+	if err != nil {
+		return nil, err
+	}
 	b.tabs = append(b.tabs, t)
 	b.active = t
 	b.refs.reset()
 	if args.URL != nil {
-		return nil, b.navigate(ctx, t, *args.URL)
+		return nil, b.report(ctx, b.navigate(ctx, t, *args.URL))
 	}
 	_, err = run(ctx, t, func(context.Context, *chromedp.Target) (chromedp.Void, error) { return chromedp.Void{}, nil })
-	return nil, err
+	return nil, b.report(ctx, err)
 }
 
 // SwitchTab makes a tab the active one and brings it to the front.
@@ -414,7 +455,7 @@ func (b *Browser) SwitchTab(ctx context.Context, args browser.SwitchTabArgs) (*s
 	}
 	b.active = t
 	b.refs.reset()
-	return nil, nil
+	return nil, b.report(ctx, nil)
 }
 
 // CloseTab closes a tab; the last tab stays (a browser without tabs ends).
@@ -449,7 +490,7 @@ func (b *Browser) CloseTab(ctx context.Context, args browser.CloseTabArgs) (*str
 		time.Sleep(20 * time.Millisecond)
 	}
 	_, err = b.syncTabs(ctx)
-	return nil, err
+	return nil, b.report(ctx, err)
 }
 
 // pid is the browser process's id.

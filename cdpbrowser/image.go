@@ -20,7 +20,10 @@ func (b *Browser) capture(ctx context.Context, tabID *string, region *[4]int64) 
 	if err != nil {
 		return browser.Image{}, err
 	}
-	return run(ctx, t, func(ctx context.Context, s *chromedp.Target) (browser.Image, error) {
+	img, err := run(ctx, t, func(ctx context.Context, s *chromedp.Target) (browser.Image, error) {
+		if err := toFront(ctx, s); err != nil {
+			return browser.Image{}, err
+		}
 		p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, OptimizeForSpeed: ptr(true)}
 		if region != nil {
 			w, h, err := viewport(ctx, s)
@@ -41,6 +44,10 @@ func (b *Browser) capture(ctx context.Context, tabID *string, region *[4]int64) 
 		detail := browser.DetailOriginal
 		return browser.Image{ImageURL: &url, Detail: &detail}, nil
 	})
+	if err = b.report(ctx, err); err != nil {
+		return browser.Image{}, err
+	}
+	return img, nil
 }
 
 // Screenshot captures the visible area of the page.

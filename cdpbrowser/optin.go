@@ -161,7 +161,10 @@ func (b *Browser) RunScript(ctx context.Context, args browser.RunScriptArgs) (st
 	// A script the browser terminated at its timeout ends in a protocol
 	// error rather than an exception.
 	if err != nil && ctx.Err() == nil && (errors.Is(sctx.Err(), context.DeadlineExceeded) || time.Since(start) >= timeout) {
-		return "", browser.NewBrowserError(fmt.Sprintf("the script did not finish within %d ms", args.TimeoutMS))
+		return "", b.report(ctx, browser.NewBrowserError(fmt.Sprintf("the script did not finish within %d ms", args.TimeoutMS)))
 	}
-	return out, err
+	if err = b.report(ctx, err); err != nil {
+		return "", err
+	}
+	return out, nil
 }

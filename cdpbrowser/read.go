@@ -385,7 +385,7 @@ func (b *Browser) ReadPage(ctx context.Context, args browser.ReadPageArgs) (brow
 		return browser.ReadResult{}, err
 	}
 	r, err := b.read(ctx, t, args.Filter, true)
-	if err != nil {
+	if err = b.report(ctx, err); err != nil {
 		return browser.ReadResult{}, err
 	}
 	return browser.StructuredRead(r), nil
@@ -400,7 +400,7 @@ func (b *Browser) GetPageText(ctx context.Context, args browser.GetPageTextArgs)
 		return browser.ReadResult{}, err
 	}
 	r, err := b.read(ctx, t, browser.FilterAll, false)
-	if err != nil {
+	if err = b.report(ctx, err); err != nil {
 		return browser.ReadResult{}, err
 	}
 	return browser.StructuredRead(r), nil
@@ -416,7 +416,7 @@ func (b *Browser) Find(ctx context.Context, args browser.FindArgs) (browser.Read
 		return browser.ReadResult{}, err
 	}
 	r, err := b.read(ctx, t, browser.FilterAll, true)
-	if err != nil {
+	if err = b.report(ctx, err); err != nil {
 		return browser.ReadResult{}, err
 	}
 	q := strings.ToLower(args.Query)

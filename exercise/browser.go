@@ -82,6 +82,9 @@ func driveBrowser(ctx context.Context, addr, tokenFile, formURL string, out io.W
 	if err != nil {
 		return err
 	}
+	if err := d.SetAllowedOrigins(ctx, []string{u.Scheme + "://" + u.Host}); err != nil {
+		return fmt.Errorf("exercise: %w", err)
+	}
 	var refused []string
 	policy := func(ctx context.Context, req browser.URLPolicyRequest) (any, error) {
 		ok, err := allow(ctx, req)

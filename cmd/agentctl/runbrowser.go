@@ -34,8 +34,9 @@ type asker func(ctx context.Context, question string) (bool, error)
 
 // runBrowser runs the task in browser mode: the model's tools are the
 // browser members of the guest's Chromium (agentd --browser); navigation
-// is limited to origins, and every call that changes the page is asked on
-// the terminal.
+// is limited to origins (checked on the host for navigate's URL, enforced
+// by the guest's browser for every load), and every call that changes the
+// page is asked on the terminal.
 func runBrowser(ctx context.Context, conn guestConn, origins []string, ask asker, opts runner.RunOptions) (*runner.RunResult, error) {
 	bc, ok := conn.(browserConn)
 	if !ok {
@@ -48,6 +49,11 @@ func runBrowser(ctx context.Context, conn guestConn, origins []string, ask asker
 	ts, err := browserToolset(d, origins, ask)
 	if err != nil {
 		return nil, err
+	}
+	// The URL policy sees navigate's URL only; the guest's browser refuses
+	// every other load (redirects, scripts, links, forms, pop-ups) too.
+	if err := d.SetAllowedOrigins(ctx, origins); err != nil {
+		return nil, fmt.Errorf("the guest's browser cannot enforce --allow-origin (is its agentd older than agentctl?): %w", err)
 	}
 	opts.Tools = append(opts.Tools, browsertool.New(ts))
 	return runner.NewRunner(openai.NewClient()).Run(ctx, opts)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,3 +64,56 @@ func FormServer(t *testing.T) *form.RecordServer {
 
 // Origin is a form server's origin (its URL without the trailing slash).
 func Origin(srv *form.RecordServer) string { return strings.TrimSuffix(srv.URL(), "/") }
+
+// ChromiumProfiles returns the profile directories (--user-data-dir) of the
+// Chromium processes this test process started, through the agentd it
+// runs: a test looks there for what the browser saved.
+func ChromiumProfiles(t *testing.T) []string {
+	t.Helper()
+	self := strconv.Itoa(os.Getpid())
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil || !descends(d.Name(), self) {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		for _, a := range strings.Split(string(cmdline), "\x00") {
+			if dir, ok := strings.CutPrefix(a, "--user-data-dir="); ok && !seen[dir] {
+				seen[dir] = true
+				out = append(out, dir)
+			}
+		}
+	}
+	return out
+}
+
+// descends reports whether process pid descends from ancestor.
+func descends(pid, ancestor string) bool {
+	for range 32 {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return false
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 2 {
+			return false
+		}
+		pid = fields[1]
+		if pid == ancestor {
+			return true
+		}
+		if pid == "0" || pid == "1" {
+			return false
+		}
+	}
+	return false
+}
