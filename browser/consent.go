@@ -57,8 +57,9 @@ type ConfirmFunc func(ctx context.Context, req ConsentRequest) (any, error)
 // URLPolicyFunc approves the URL of a navigate or new_tab call before
 // confirm is asked, under the same rules as ConfirmFunc. It checks the
 // requested navigation only: it cannot stop redirects, pop-ups, page
-// scripts or embedded resources, so apply a network policy in the browser or
-// its environment too.
+// scripts or embedded resources, so apply a policy in the browser too
+// (agentd's Chromium: browserrpc.Driver.SetAllowedOrigins) or in its
+// environment.
 type URLPolicyFunc func(ctx context.Context, req URLPolicyRequest) (any, error)
 
 // ask runs one consent callback and decides, failing closed: approved only

@@ -11,6 +11,9 @@
 //     there is no port and no socket that another process of the guest (a
 //     page's own code, another user, the model through the desktop) could
 //     connect to. A loopback port would be open to every local process.
+//   - Loads are limited to the allowed origins once SetAllowedOrigins is
+//     given them, for every request of every tab, pop-up and frame, and
+//     downloads are denied (policy.go).
 //
 // Reads come from the accessibility tree, its roles mapped to the browser
 // contract's seven. Refs are valid for one document generation of one tab:
