@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd-dev/agentd/console"
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/internal/randhex"
+	"github.com/agentd-dev/agentd/mcpserver"
+	"github.com/agentd-dev/agentd/runner"
+)
+
+func init() {
+	register("mcp", "serve a guest desktop to MCP clients (stdio, or Streamable HTTP on loopback)", runMCP)
+}
+
+// mcpTokenEnv holds the bearer token of --http when set; without it a
+// token is generated and printed once.
+const mcpTokenEnv = "AGENTD_MCP_TOKEN"
+
+func runMCP(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("agentctl mcp", flag.ContinueOnError)
+	var g guestFlags
+	g.register(fs)
+	tools := fs.String("tools", "computer", "toolsets offered, comma-separated: computer, code (exec_py; the guest's agentd runs --code)")
+	viewSize := fs.String("view", "1280x800", "the client sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
+	confirm := fs.Bool("confirm", false, "ask before each action and final screenshot (and each exec_py): through MCP elicitation when the client supports it, else the console (--console) and, with --http, the terminal; nobody to ask = refused")
+	withConsole := fs.Bool("console", false, "serve the console (the desktop live, take over, each session's record, approvals) and print its one-time URL on standard error")
+	recordDir := fs.String("record-dir", "runs", "folder under which each MCP session writes its run record (empty: none)")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio; bearer token from $"+mcpTokenEnv+" or generated and printed")
+	network := fs.Bool("network", false, "with --guest docker: give each session's container a network (default none)")
+	idle := fs.Duration("idle", 30*time.Minute, "with --http: end a session (and release its guest) after this long without a request")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, `usage: agentctl mcp --guest ADDR|NAME|docker [--token-file F] [--tools computer,code] [--view WxH] [--confirm] [--console] [--record-dir D] [--http 127.0.0.1:PORT]
+
+Serves the guest's desktop to a Model Context Protocol client: over standard
+input and output (the client starts this command), or with --http over
+Streamable HTTP on a loopback address, with a bearer token. Each MCP session
+is one controller of the guest (a second one is refused as busy);
+--guest docker gives each session a fresh container (from a pool when one
+runs), taken down when the session ends.`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	toolList := strings.Split(*tools, ",")
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	case g.addr == "":
+		return errors.New("--guest is required (or $AGENTD_ADDR)")
+	case *idle <= 0:
+		return errors.New("--idle must be positive")
+	}
+	view, err := parseView(*viewSize, "", true)
+	if err != nil {
+		return err
+	}
+	fresh, err := backend.Get(g.addr)
+	if err != nil && *network {
+		return errors.New("--network is for --guest docker")
+	}
+	var open func(context.Context) (*mcpserver.Desktop, error)
+	var live *console.Guest
+	if fresh != nil {
+		spec := backend.Spec{Network: *network, Code: slices.Contains(toolList, mcpserver.ToolsCode)}
+		open = func(ctx context.Context) (*mcpserver.Desktop, error) { return openFresh(ctx, fresh, spec) }
+	} else {
+		if err := g.resolve(); err != nil {
+			return err
+		}
+		token, err := g.token()
+		if err != nil {
+			return err
+		}
+		addr := g.addr
+		live = &console.Guest{Addr: addr, Token: token}
+		open = func(ctx context.Context) (*mcpserver.Desktop, error) {
+			c, err := guest.Dial(ctx, addr, token)
+			if err != nil {
+				return nil, err
+			}
+			return &mcpserver.Desktop{Client: c, Addr: addr, Close: func() { c.Close() }}, nil
+		}
+	}
+	cfg := mcpserver.Config{Open: open, View: view, Tools: toolList, Confirm: *confirm, RecordDir: *recordDir, Log: os.Stderr}
+	// Standard input is the protocol over stdio; the terminal answers only
+	// with --http.
+	interactive := *httpAddr != "" && runner.IsTerminal(os.Stdin)
+	var term *runner.TerminalApprover
+	if interactive {
+		term = runner.NewTerminalApprover(os.Stdin, os.Stderr)
+		cfg.Approve, cfg.AskText = term.ApproveAction, term.Ask
+	}
+	if *withConsole {
+		if *recordDir == "" {
+			return errors.New("--console shows the sessions' records: give a --record-dir")
+		}
+		srv, err := console.Start(console.Config{RunsDir: *recordDir, Guest: live})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		printConsoleURL(os.Stderr, srv)
+		ap := console.Approvals{Server: srv}
+		if term != nil {
+			ap.Terminal = term
+		}
+		cfg.Approve = ap.BeforeAction
+	}
+	srv, err := mcpserver.New(cfg)
+	if err != nil {
+		return err
+	}
+	if *httpAddr == "" {
+		return srv.ServeStdio(ctx)
+	}
+	return serveMCPHTTP(ctx, srv, *httpAddr, *idle)
+}
+
+// openFresh starts (or takes from a pool) a guest for one MCP session.
+func openFresh(ctx context.Context, b backend.Backend, spec backend.Spec) (*mcpserver.Desktop, error) {
+	var g guestFlags
+	down, _, err := freshGuest(ctx, b, &g, spec, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	token, err := g.token()
+	if err == nil {
+		var c *guest.Client
+		if c, err = guest.Dial(ctx, g.addr, token); err == nil {
+			var once sync.Once
+			return &mcpserver.Desktop{Client: c, Addr: g.addr, Token: token, Close: func() {
+				once.Do(func() { c.Close(); down() })
+			}}, nil
+		}
+	}
+	down()
+	return nil, err
+}
+
+// serveMCPHTTP serves srv over Streamable HTTP at /mcp until ctx ends.
+func serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, addr string, idle time.Duration) error {
+	ln, err := mcpserver.Listen(addr)
+	if err != nil {
+		return err
+	}
+	token := strings.TrimSpace(os.Getenv(mcpTokenEnv))
+	generated := token == ""
+	if generated {
+		token = randhex.String(32)
+	}
+	self := ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpserver.Guard(srv.Handler(idle), token, self))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(os.Stderr, "agentctl mcp: serving http://%s/mcp\n", self)
+	if generated {
+		fmt.Fprintf(os.Stderr, "agentctl mcp: bearer token (shown once; set $%s to choose it): %s\n", mcpTokenEnv, token)
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shut)
+	srv.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,390 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
+	"github.com/agentd-dev/agentd/internal/xrecorder"
+	"github.com/agentd-dev/agentd/internal/xvfbtest"
+)
+
+const mcpGuestToken = "mcp-test-token-0123456789abcdef"
+
+// mcpRig is a real agentd on a private 1440×900 Xvfb, recorded, and the
+// real agentctl binary serving it over MCP.
+type mcpRig struct {
+	t        *testing.T
+	agentctl string
+	addr     string
+	rec      *xrecorder.Recorder
+	runs     string
+}
+
+func newMCPRig(t *testing.T, agentdArgs ...string) *mcpRig {
+	prereq.Programs(t, prereq.X, "Xvfb")
+	agentd := agentdtest.Binary(t)
+	x := xvfbtest.Start(t, 1440, 900)
+	rec := xrecorder.Start(t, x.Display)
+	addrFile := filepath.Join(t.TempDir(), "addr")
+	cmd := exec.Command(agentd, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, agentdArgs...)...)
+	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+mcpGuestToken)
+	addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
+	return &mcpRig{t: t, agentctl: agentctlBinary(t), addr: addr, rec: rec, runs: t.TempDir()}
+}
+
+// command is agentctl mcp on the rig's guest.
+func (r *mcpRig) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(r.agentctl, append([]string{"mcp", "--guest", r.addr, "--record-dir", r.runs}, args...)...)
+	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+mcpGuestToken)
+	return cmd
+}
+
+// connect starts agentctl mcp as the client's subprocess over stdio.
+func (r *mcpRig) connect(opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	t := r.t
+	t.Helper()
+	cmd := r.command(args...)
+	var stderr agentdtest.SyncBuffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentd-test", Version: "v0"}, opts)
+	cs, err := client.Connect(mcpCtx(t), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		if t.Failed() {
+			t.Logf("agentctl mcp:\n%s", stderr.String())
+		}
+	})
+	return cs
+}
+
+func mcpCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// call calls the computer tool with the actions in JSON.
+func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, actionsJSON string) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "computer", Arguments: json.RawMessage(`{"actions":` + actionsJSON + `}`)})
+	if err != nil {
+		t.Fatalf("call %s: %v", actionsJSON, err)
+	}
+	return res
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// screenshotOf decodes the result's image and checks it is a PNG of w×h.
+func screenshotOf(t *testing.T, res *mcp.CallToolResult, w, h int) {
+	t.Helper()
+	if res.IsError {
+		t.Fatalf("error result: %s", resultText(res))
+	}
+	for _, c := range res.Content {
+		if im, ok := c.(*mcp.ImageContent); ok {
+			if im.MIMEType != "image/png" {
+				t.Fatalf("image of type %q", im.MIMEType)
+			}
+			img, err := png.Decode(bytes.NewReader(im.Data))
+			if err != nil {
+				t.Fatalf("the screenshot is not a PNG: %v", err)
+			}
+			if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+				t.Fatalf("screenshot %dx%d, want %dx%d", b.Dx(), b.Dy(), w, h)
+			}
+			return
+		}
+	}
+	t.Fatalf("no image in the result: %s", resultText(res))
+}
+
+func presses(evs []xrecorder.Event) []xrecorder.Event {
+	var out []xrecorder.Event
+	for _, e := range evs {
+		if e.Kind == xrecorder.ButtonPress {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestMCPStdioComputer drives the desktop through the real agentctl mcp
+// over stdio with the SDK's own client: the tool's schema, a click in the
+// fitted view landing once at the mapped screen point, the screenshot's
+// size, Unicode typing, a bad call performing nothing, and the session's
+// run record (typed text by its length only).
+func TestMCPStdioComputer(t *testing.T) {
+	r := newMCPRig(t)
+	cs := r.connect(nil)
+	ctx := mcpCtx(t)
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 1 || tools.Tools[0].Name != "computer" {
+		t.Fatalf("tools %+v, want computer alone", tools.Tools)
+	}
+	schema, _ := json.Marshal(tools.Tools[0].InputSchema)
+	for _, want := range []string{`"actions"`, `"double_click"`, `"scroll_y"`, `"path"`, `"additionalProperties":false`} {
+		if !strings.Contains(string(schema), want) {
+			t.Fatalf("input schema lacks %s: %s", want, schema)
+		}
+	}
+
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
+	r.rec.Sync(t)
+	r.rec.Clear()
+	res := call(t, ctx, cs, `[{"type":"click","button":"left","x":640,"y":400}]`)
+	screenshotOf(t, res, 1280, 800)
+	if !strings.Contains(resultText(res), "click left (640,400)") {
+		t.Fatalf("the text does not say what ran: %q", resultText(res))
+	}
+	r.rec.Sync(t)
+	if ps := presses(r.rec.Events()); len(ps) != 1 || ps[0].X != 720 || ps[0].Y != 450 || ps[0].Button != 1 {
+		t.Fatalf("presses %v, want one left press at (720,450)", ps)
+	}
+
+	const text = "Héllo wörld ✓ 你好"
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"type","text":"`+text+`"}]`), 1280, 800)
+	r.rec.WaitTyped(t, text, 10*time.Second)
+
+	// Each bad call names why and performs nothing, not even its valid
+	// first action.
+	r.rec.Sync(t)
+	r.rec.Clear()
+	for _, bad := range []struct{ actions, why string }{
+		{`[{"type":"click","x":10,"y":10},{"type":"keypress","keys":["nosuchkey"]}]`, "nosuchkey"},
+		{`[{"type":"move","x":5,"y":5},{"type":"click","x":1280,"y":10}]`, "outside the 1280x800 image"},
+		{`[{"type":"click","x":5,"y":5},{"type":"drag","path":[{"x":1,"y":1}]}]`, "at least 2 points"},
+		{`[{"type":"type","text":"a","x":3}]`, `unexpected field "x"`},
+	} {
+		res := call(t, ctx, cs, bad.actions)
+		if !res.IsError || !strings.Contains(resultText(res), "nothing was performed") || !strings.Contains(resultText(res), bad.why) {
+			t.Fatalf("bad call %s: error %v, %q; want an error saying %q and that nothing was performed", bad.actions, res.IsError, resultText(res), bad.why)
+		}
+	}
+	r.rec.Sync(t)
+	if evs := r.rec.Events(); len(evs) != 0 {
+		t.Fatalf("bad calls reached the desktop: %v", evs)
+	}
+
+	cs.Close()
+	recs, _ := filepath.Glob(filepath.Join(r.runs, "*", "events.jsonl"))
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one for the session", recs)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var data []byte
+	for {
+		data, _ = os.ReadFile(recs[0])
+		if bytes.Contains(data, []byte(`"kind":"end"`)) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{`"kind":"start"`, `"mode":"mcp"`, `click left (640,400)`, `type 16 chars`, `"kind":"end"`} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Fatalf("the record lacks %s:\n%s", want, data)
+		}
+	}
+	if bytes.Contains(data, []byte("wörld")) {
+		t.Fatal("the record holds the typed text")
+	}
+}
+
+// TestMCPSecondSessionBusy: a second MCP session on a guest that one
+// already drives gets a clear busy error and performs nothing.
+func TestMCPSecondSessionBusy(t *testing.T) {
+	r := newMCPRig(t)
+	first := r.connect(nil)
+	ctx := mcpCtx(t)
+	screenshotOf(t, call(t, ctx, first, `[{"type":"screenshot"}]`), 1280, 800)
+	r.rec.Sync(t)
+	r.rec.Clear()
+	second := r.connect(nil)
+	res := call(t, ctx, second, `[{"type":"click","x":100,"y":100}]`)
+	if !res.IsError || !strings.Contains(resultText(res), "busy") {
+		t.Fatalf("second session: error %v %q, want busy", res.IsError, resultText(res))
+	}
+	r.rec.Sync(t)
+	if evs := r.rec.Events(); len(evs) != 0 {
+		t.Fatalf("the busy session reached the desktop: %v", evs)
+	}
+	// The first session still drives it.
+	screenshotOf(t, call(t, ctx, first, `[{"type":"click","x":100,"y":100}]`), 1280, 800)
+}
+
+// TestMCPCancelMidDrag: notifications/cancelled (the SDK client's context
+// ending) stops a long drag in the middle; the button is released.
+func TestMCPCancelMidDrag(t *testing.T) {
+	r := newMCPRig(t)
+	cs := r.connect(nil)
+	ctx := mcpCtx(t)
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
+	r.rec.Sync(t)
+	r.rec.Clear()
+	var path strings.Builder
+	for i := range actions.MaxPathLen - 1 {
+		if i%2 == 0 {
+			path.WriteString(`{"x":10,"y":10},`)
+		} else {
+			path.WriteString(`{"x":1270,"y":790},`)
+		}
+	}
+	path.WriteString(`{"x":1270,"y":10}`)
+	callCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "computer",
+			Arguments: json.RawMessage(`{"actions":[{"type":"drag","keys":["shift"],"path":[` + path.String() + `]}]}`)})
+		done <- err
+	}()
+	r.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.ButtonPress && e.Button == 1 }, 20*time.Second)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled call returned no error")
+	}
+	// The client's cancel does not wait for the server: the release comes
+	// soon after, button first, then the held shift.
+	r.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.ButtonRelease && e.Button == 1 }, 20*time.Second)
+	r.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.KeyRelease }, 20*time.Second)
+	r.rec.Sync(t)
+	if keys, mask := r.rec.Down(t); len(keys) != 0 || mask&0xff != 0 || mask&xrecorder.Button1Mask != 0 {
+		t.Fatalf("pressed after the cancel: keys %v mask %#x", keys, mask)
+	}
+	for _, e := range r.rec.Events() {
+		if e.Kind == xrecorder.ButtonRelease && e.X >= 1420 && e.Y <= 12 {
+			t.Fatalf("the drag ran to its end: %v", e)
+		}
+	}
+	// The session goes on.
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"move","x":5,"y":5}]`), 1280, 800)
+}
+
+// TestMCPHTTPRefused: over Streamable HTTP, a request without the bearer
+// token is refused (401), one from a foreign Origin too (403), and the
+// SDK's client with the token drives the desktop.
+func TestMCPHTTPRefused(t *testing.T) {
+	r := newMCPRig(t)
+	const token = "mcp-http-token-for-the-test"
+	cmd := r.command("--http", "127.0.0.1:0")
+	cmd.Env = append(cmd.Env, mcpTokenEnv+"="+token)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var endpoint string
+	for sc.Scan() {
+		if m := regexp.MustCompile(`serving (http://\S+/mcp)`).FindStringSubmatch(sc.Text()); m != nil {
+			endpoint = m[1]
+			break
+		}
+	}
+	if endpoint == "" {
+		t.Fatal("agentctl mcp --http printed no endpoint")
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	if strings.Contains(endpoint, token) {
+		t.Fatal("the token is in the printed endpoint")
+	}
+
+	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+	post := func(hdr map[string]string) int {
+		req, _ := http.NewRequest("POST", endpoint, strings.NewReader(initBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), token) {
+			t.Fatal("the token was echoed")
+		}
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"no token", nil, http.StatusUnauthorized},
+		{"wrong token", map[string]string{"Authorization": "Bearer " + token + "x"}, http.StatusUnauthorized},
+		{"foreign Origin", map[string]string{"Authorization": "Bearer " + token, "Origin": "http://evil.example"}, http.StatusForbidden},
+		{"foreign Origin, no token", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+	} {
+		if got := post(c.hdr); got != c.want {
+			t.Fatalf("%s: HTTP %d, want %d", c.name, got, c.want)
+		}
+	}
+
+	hc := &http.Client{Transport: bearer{token: token, rt: http.DefaultTransport}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentd-test", Version: "v0"}, nil)
+	ctx := mcpCtx(t)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
+	r.rec.Sync(t)
+	r.rec.Clear()
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`), 1280, 800)
+	r.rec.Sync(t)
+	if ps := presses(r.rec.Events()); len(ps) != 1 || ps[0].X != 720 || ps[0].Y != 450 {
+		t.Fatalf("presses %v, want one at (720,450)", ps)
+	}
+}
+
+// bearer adds the token to every request.
+type bearer struct {
+	token string
+	rt    http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.rt.RoundTrip(r)
+}

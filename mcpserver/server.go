@@ -1,0 +1,215 @@
+// Package mcpserver serves a guest desktop to any Model Context Protocol
+// client (docs/design.md, "The MCP server"): the computer tool (the OpenAI
+// computer tool's actions, in the image space of a fitted view) and, when
+// the guest runs them, exec_py; over stdio or Streamable HTTP, through the
+// official Go SDK.
+//
+// It is the same machinery as agentctl run, not a second one: each MCP
+// session gets its own controller connection to agentd (a second session
+// on the same guest is refused as busy by agentd, never queued), each call
+// runs through runner.Toolset.Execute (strict validation of the whole call
+// before anything runs, approvals that fail closed, keys and buttons
+// released on failure or cancellation), a person's take over is enforced by
+// agentd's lease, and each session writes a run record in the format of
+// agentctl run. It is host-side code: pure Go, no agentd internals.
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/randhex"
+	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/wire"
+)
+
+// The toolsets a server may offer.
+const (
+	ToolsComputer = "computer"
+	ToolsCode     = "code"
+)
+
+// Desktop is one MCP session's connection to its guest.
+type Desktop struct {
+	Client *guest.Client
+	// Addr names the guest in the record (an address, never a token).
+	Addr string
+	// Token is agentd's token, for the console's live view only.
+	Token string
+	// Close ends the connection and, for a guest started for the session,
+	// takes the guest down.
+	Close func()
+}
+
+// Config configures a Server.
+type Config struct {
+	// Open connects a session to its guest. It is called at a session's
+	// first tool call; a guest that already has a controller (another
+	// session, another run) refuses it as busy.
+	Open func(ctx context.Context) (*Desktop, error)
+	// View is what the client sees of the screen (typically 1280×800,
+	// fitted); coordinates are read in its image space.
+	View wire.View
+	// Tools lists the toolsets offered (ToolsComputer, ToolsCode).
+	Tools []string
+	// Confirm asks before each action and each final screenshot: through
+	// MCP elicitation when the client supports it, else Approve; without
+	// either, every action is refused (fail closed).
+	Confirm bool
+	// Approve, when set, asks a person (the console page, the terminal)
+	// about an action when the client cannot be asked.
+	Approve func(ctx context.Context, a runner.ActionInfo) (any, error)
+	// AskText, when set, asks a person a yes/no question (an exec_py call's
+	// code) when the client cannot be asked.
+	AskText func(ctx context.Context, question string) (bool, error)
+	// RecordDir, when set, gets one run record per MCP session
+	// (<timestamp>-<id>/, the format of agentctl run).
+	RecordDir string
+	// OnRecord, when set, learns each session's record folder name.
+	OnRecord func(dir string)
+	// Log gets operational messages (never tokens, never typed text).
+	Log io.Writer
+	// Version is reported to clients.
+	Version string
+}
+
+// Server is an MCP server over guests.
+type Server struct {
+	cfg Config
+	mcp *mcp.Server
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+	closed   bool
+	wg       sync.WaitGroup // the sessions' closers
+}
+
+// New returns a server offering cfg.Tools.
+func New(cfg Config) (*Server, error) {
+	if cfg.Open == nil {
+		return nil, fmt.Errorf("mcpserver: no guest to open")
+	}
+	if len(cfg.Tools) == 0 {
+		cfg.Tools = []string{ToolsComputer}
+	}
+	for _, t := range cfg.Tools {
+		if t != ToolsComputer && t != ToolsCode {
+			return nil, fmt.Errorf("mcpserver: unknown toolset %q (known: computer, code)", t)
+		}
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	s := &Server{cfg: cfg, sessions: map[*mcp.ServerSession]*session{}}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentd", Title: "agentd: an isolated desktop", Version: cfg.Version},
+		&mcp.ServerOptions{
+			Instructions: instructions,
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		})
+	if slices.Contains(cfg.Tools, ToolsComputer) {
+		s.mcp.AddTool(computerTool(cfg.View), s.handle((*session).computer))
+	}
+	if slices.Contains(cfg.Tools, ToolsCode) {
+		s.mcp.AddTool(execTool(), s.handle((*session).exec))
+	}
+	return s, nil
+}
+
+const instructions = `An isolated Linux desktop (a guest: container, VM or private X server) driven by agentd. ` +
+	`The computer tool performs the OpenAI computer tool's actions and answers with a settled screenshot; ` +
+	`coordinates are in that screenshot's pixels. Take a screenshot first. A person may hold the desktop ` +
+	`(take over): calls are then refused, not queued, and the call after the hand back tells you what they did.`
+
+// ServeStdio serves one session on standard input and output until the
+// client closes it or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	err := s.mcp.Run(ctx, &mcp.StdioTransport{})
+	s.Close()
+	return err
+}
+
+// Handler is the Streamable HTTP endpoint (one MCP session per client
+// session). Wrap it with Guard: it checks nothing itself.
+func (s *Server) Handler(idle time.Duration) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{SessionTimeout: idle})
+}
+
+// Close ends every session: their guests are released (and fresh ones
+// taken down) and their records finished.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	all := make([]*session, 0, len(s.sessions))
+	for _, x := range s.sessions {
+		all = append(all, x)
+	}
+	s.mu.Unlock()
+	for _, x := range all {
+		_ = x.ss.Close()
+		x.end()
+	}
+	s.wg.Wait()
+}
+
+// session is the state of one MCP session, made at its first call.
+func (s *Server) session(ss *mcp.ServerSession) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("the server is shutting down")
+	}
+	if x, ok := s.sessions[ss]; ok {
+		return x, nil
+	}
+	x := &session{srv: s, ss: ss, id: randhex.String(3)}
+	s.sessions[ss] = x
+	s.wg.Add(1)
+	// The session's owner: it ends the session's guest and record when
+	// the client goes away.
+	go func() {
+		defer s.wg.Done()
+		_ = ss.Wait()
+		x.end()
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+	}()
+	return x, nil
+}
+
+// handle adapts a session's tool method to the SDK.
+func (s *Server) handle(f func(*session, context.Context, *mcp.CallToolRequest) *mcp.CallToolResult) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		x, err := s.session(req.Session)
+		if err != nil {
+			return errorResult(err.Error()), nil
+		}
+		return f(x, ctx, req), nil
+	}
+}
+
+// recordDir is a new session's record folder.
+func (s *Server) recordDir() string {
+	return filepath.Join(s.cfg.RecordDir, time.Now().Format("20060102-150405")+"-mcp-"+randhex.String(3))
+}
+
+func (s *Server) logf(format string, args ...any) {
+	fmt.Fprintf(s.cfg.Log, "agentctl mcp: "+format+"\n", args...)
+}
+
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
