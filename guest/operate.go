@@ -22,15 +22,17 @@ var _ computer.Watched = (*Client)(nil)
 type takeovers struct {
 	mu   sync.Mutex
 	n    uint64
+	held bool          // as of the last lease event
 	next chan struct{} // closed at the next take
 }
 
 func (t *takeovers) told(ev wire.LeaseEvent) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.held = ev.Held
 	if !ev.Held {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.n++
 	if t.next != nil {
 		close(t.next)
@@ -49,6 +51,16 @@ func (c *Client) Takeovers() (uint64, <-chan struct{}) {
 		t.next = make(chan struct{})
 	}
 	return t.n, t.next
+}
+
+// Held reports whether a person holds the desktop, as of the last lease
+// event agentd told this session of (a take over during this session
+// only: agentd tells the session the lease was taken during).
+func (c *Client) Held() bool {
+	t := &c.takes
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.held
 }
 
 // leaseEvent recognises agentd's lease event among the session's frames

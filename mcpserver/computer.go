@@ -104,19 +104,24 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 	if err != nil {
 		return errorResult("invalid input, nothing was performed: " + err.Error())
 	}
-	if ok, why := x.begin(); !ok {
+	steps := summaries(as)
+	elicited := x.srv.cfg.Confirm && elicits(req)
+	if elicited {
+		if res := x.elicitCall(req, callQuestion(steps)); res != nil {
+			return res
+		}
+	}
+	if ok, why := x.begin(ctx); !ok {
 		return errorResult(why)
 	}
-	defer x.calls.Unlock()
+	defer x.finish()
 	if err := x.open(ctx); err != nil {
-		return errorResult("no desktop for this session: " + err.Error())
+		return openFailure(err)
 	}
 	callID := fmt.Sprintf("mcp_%s_%d", x.id, x.step+1)
 	x.newStep(callID)
-	if x.held {
-		if res := x.afterHold(ctx, callID, as); res != nil {
-			return res
-		}
+	if res := x.takeoverCheck(ctx, callID, steps); res != nil {
+		return res
 	}
 	call, err := computerCall(callID, raws)
 	if err != nil {
@@ -129,13 +134,16 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 			prog.step(ctx, e.Action.Summary)
 		}
 	}}
-	if x.srv.cfg.Confirm {
-		opts.BeforeAction = x.confirmer(req)
+	switch {
+	case elicited:
+		x.approvedEvents(callID, len(as)+1)
+	case x.srv.cfg.Confirm:
+		opts.BeforeAction = x.confirmer()
 	}
 	_, err = x.ts.Execute(ctx, call, opts)
 	prog.end()
 	if errors.Is(err, computer.ErrTakenOver) {
-		return x.heldResult(callID, as, err)
+		return x.heldResult(callID, steps, err)
 	}
 	if err != nil {
 		return errorResult(failure(ctx, err))
@@ -167,14 +175,17 @@ func screenshotResult(shot computer.Screenshot, text string) *mcp.CallToolResult
 // ranText says what a call did, in short (typed text by its length only).
 func ranText(as []actions.Action, shot computer.Screenshot) string {
 	var b strings.Builder
-	b.WriteString("ran: ")
-	for i, a := range as {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(a.String())
-	}
+	b.WriteString("ran: " + strings.Join(summaries(as), "; "))
 	t := shot.Transform
 	fmt.Fprintf(&b, ". Screenshot %dx%d (the screen is %dx%d); coordinates are its pixels.", t.Image.W, t.Image.H, t.Screen.W, t.Screen.H)
 	return b.String()
+}
+
+// summaries are the actions in short (typed text by its length only).
+func summaries(as []actions.Action) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return out
 }

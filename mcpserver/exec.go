@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/runner"
 )
 
@@ -55,29 +56,43 @@ func (x *session) exec(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 	if in.Deadline != nil {
 		deadline = time.Duration(*in.Deadline * float64(time.Second))
 	}
-	if ok, why := x.begin(); !ok {
+	elicited := x.srv.cfg.Confirm && elicits(req)
+	if elicited {
+		q := fmt.Sprintf("agentd: allow this Python (%d lines) to run on the isolated desktop?\n\n%s", lines(*in.Code), *in.Code)
+		if res := x.elicitCall(req, q); res != nil {
+			return res
+		}
+	}
+	if ok, why := x.begin(ctx); !ok {
 		return errorResult(why)
 	}
-	defer x.calls.Unlock()
+	defer x.finish()
 	if err := x.open(ctx); err != nil {
-		return errorResult("no desktop for this session: " + err.Error())
+		return openFailure(err)
 	}
 	callID := fmt.Sprintf("mcp_%s_%d", x.id, x.step+1)
 	x.newStep(callID)
-	if x.srv.cfg.Confirm {
-		summary := fmt.Sprintf("%s, %d lines", runner.CodeToolName, lines(*in.Code))
-		x.event(runner.Event{Kind: runner.EventApprovalAsked, CallID: callID, Approval: &runner.ApprovalEvent{Kind: runner.ApprovalCode, Index: -1, Summary: summary}})
-		ok, err := x.confirmCode(ctx, req, *in.Code)
-		reason := "approved"
+	steps := []string{fmt.Sprintf("%s, %d lines", runner.CodeToolName, lines(*in.Code))}
+	if res := x.takeoverCheck(ctx, callID, steps); res != nil {
+		return res
+	}
+	switch {
+	case elicited:
+		x.approvedEvents(callID, 1)
+	case x.srv.cfg.Confirm:
+		ev := runner.ApprovalEvent{Kind: runner.ApprovalCode, Index: -1, Summary: steps[0]}
+		x.event(runner.Event{Kind: runner.EventApprovalAsked, CallID: callID, Approval: &ev})
+		ok, err := x.confirmCode(ctx, *in.Code)
+		ev.Approved, ev.Reason = ok, "approved"
 		switch {
 		case err != nil:
-			ok, reason = false, err.Error()
+			ev.Approved, ev.Reason = false, err.Error()
 		case !ok:
-			reason = "refused"
+			ev.Reason = "refused"
 		}
-		x.event(runner.Event{Kind: runner.EventApprovalAnswered, CallID: callID, Approval: &runner.ApprovalEvent{Kind: runner.ApprovalCode, Index: -1, Summary: summary, Approved: ok, Reason: reason}})
-		if !ok {
-			return errorResult("not approved: the code was not run (" + reason + ")")
+		x.event(runner.Event{Kind: runner.EventApprovalAnswered, CallID: callID, Approval: &ev})
+		if !ev.Approved {
+			return errorResult("not approved: the code was not run (" + ev.Reason + ")")
 		}
 	}
 	prog := startProgress(ctx, req, 0)
@@ -86,6 +101,9 @@ func (x *session) exec(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 	prog.end()
 	first := x.execs == 0
 	x.execs++
+	if errors.Is(err, computer.ErrTakenOver) {
+		return x.heldResult(callID, steps, nil)
+	}
 	if err != nil {
 		return errorResult(failure(ctx, err))
 	}

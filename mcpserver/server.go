@@ -174,7 +174,7 @@ func (s *Server) session(ss *mcp.ServerSession) (*session, error) {
 	if x, ok := s.sessions[ss]; ok {
 		return x, nil
 	}
-	x := &session{srv: s, ss: ss, id: randhex.String(3)}
+	x := &session{srv: s, ss: ss, id: randhex.String(3), calls: make(chan struct{}, 1)}
 	s.sessions[ss] = x
 	s.wg.Add(1)
 	// The session's owner: it ends the session's guest and record when

@@ -24,7 +24,12 @@ type session struct {
 	ss  *mcp.ServerSession
 	id  string
 
-	calls sync.Mutex // held by the call in progress (TryLock: never queued)
+	// calls is held by the call in progress (a one-slot channel, so a new
+	// call can wait for a cancelled one to wind down); cur is its context.
+	calls chan struct{}
+	curMu sync.Mutex
+	cur   context.Context
+	asks  map[string][32]byte // elicitations issued: nonce → the call's digest (under curMu)
 
 	// The fields below belong to the call holding calls.
 	desk  *Desktop
@@ -32,6 +37,7 @@ type session struct {
 	ts    *runner.Toolset
 	image scaling.Size // the image space of the last screenshot sent
 	held  bool         // the last call was refused: a person held the desktop
+	seen  uint64       // the take overs agentd had told of at the last call
 	step  int          // calls so far, the record's step numbers
 	execs int          // exec_py calls so far
 	rec   *runner.Record
@@ -57,16 +63,42 @@ func (d *lastShot) Run(ctx context.Context, as []actions.Action, h computer.Hook
 }
 
 // begin claims the session for one call: false when another call of the
-// session is running or the session has ended.
-func (x *session) begin() (ok bool, why string) {
-	if !x.calls.TryLock() {
-		return false, "busy: another call of this MCP session is running (calls are refused, never queued)"
+// session is running (never queued) or the session has ended. A call that
+// was cancelled is winding down (agentd confirms what ran and releases
+// keys and buttons): the new call waits for that, bounded by its context.
+func (x *session) begin(ctx context.Context) (ok bool, why string) {
+	busy := "busy: another call of this MCP session is running (calls are refused, never queued)"
+	select {
+	case x.calls <- struct{}{}:
+	default:
+		x.curMu.Lock()
+		cur := x.cur
+		x.curMu.Unlock()
+		if cur == nil || cur.Err() == nil {
+			return false, busy
+		}
+		select {
+		case x.calls <- struct{}{}:
+		case <-ctx.Done():
+			return false, "cancelled while the call cancelled before it was winding down"
+		}
 	}
 	if x.ended {
-		x.calls.Unlock()
+		<-x.calls
 		return false, "the session has ended"
 	}
+	x.curMu.Lock()
+	x.cur = ctx
+	x.curMu.Unlock()
 	return true, ""
+}
+
+// finish ends the call begin claimed the session for.
+func (x *session) finish() {
+	x.curMu.Lock()
+	x.cur = nil
+	x.curMu.Unlock()
+	<-x.calls
 }
 
 // open connects the session to its guest at its first call: the view is
@@ -137,8 +169,8 @@ func (x *session) newStep(callID string) {
 // session's.
 func (x *session) end() {
 	x.endOnce.Do(func() {
-		x.calls.Lock()
-		defer x.calls.Unlock()
+		x.calls <- struct{}{}
+		defer func() { <-x.calls }()
 		x.ended = true
 		if x.ts != nil {
 			x.ts.Close()
@@ -224,7 +256,11 @@ func failure(ctx context.Context, err error) string {
 	case errors.As(err, &bad):
 		return "invalid input, nothing was performed: " + bad.Err.Error() + actionAt(bad.Index)
 	case errors.As(err, &refused):
-		return fmt.Sprintf("not approved: %s was refused (%s); nothing from it on was performed", refused.Subject, refused.Reason)
+		why := refused.Reason
+		if refused.Err != nil {
+			why += ": " + refused.Err.Error()
+		}
+		return fmt.Sprintf("not approved: %s was refused (%s); nothing from it on was performed", refused.Subject, why)
 	case ctx.Err() != nil:
 		return "cancelled: keys and buttons were released; actions already performed cannot be undone, take a screenshot: " + err.Error()
 	}
@@ -236,4 +272,12 @@ func actionAt(i int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (action %d)", i)
+}
+
+// openFailure is a call's answer when the session could not get its desktop.
+func openFailure(err error) *mcp.CallToolResult {
+	if errors.Is(err, computer.ErrTakenOver) {
+		return errorResult(heldText + "; nothing ran. Call again after the person hands it back.")
+	}
+	return errorResult("no desktop for this session: " + err.Error())
 }

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/runner"
@@ -18,19 +18,16 @@ import (
 // the desktop.
 const heldText = "held by a person: a person has taken over the desktop"
 
-// heldResult answers a call agentd refused because a person holds the
-// desktop (its lease): the call is not queued; the next call after the hand
-// back tells what happened.
-func (x *session) heldResult(callID string, as []actions.Action, err error) *mcp.CallToolResult {
+// heldResult answers a call refused because a person holds the desktop
+// (agentd's lease; err is agentd's refusal, nil when the call was not
+// sent): the call is not queued; the next call after the hand back tells
+// what happened.
+func (x *session) heldResult(callID string, steps []string, err error) *mcp.CallToolResult {
 	x.held = true
-	ev := &runner.TakeoverEvent{Phase: runner.TakeoverPaused}
-	ran := ranBefore(err)
-	ev.Ran = ran
-	for _, a := range as[min(ran, len(as)):] {
-		ev.NotRun = append(ev.NotRun, a.String())
-	}
+	ran := min(ranBefore(err), len(steps))
+	ev := &runner.TakeoverEvent{Phase: runner.TakeoverPaused, Ran: ran, NotRun: steps[ran:]}
 	x.event(runner.Event{Kind: runner.EventTakeover, CallID: callID, Takeover: ev})
-	msg := fmt.Sprintf("%s. %d of the call's %d action(s) ran before it", heldText, ran, len(as))
+	msg := fmt.Sprintf("%s. %d of the call's %d step(s) ran before it", heldText, ran, len(steps))
 	if len(ev.NotRun) > 0 {
 		msg += "; these did not run and will not run later: " + strings.Join(ev.NotRun, "; ")
 	}
@@ -47,35 +44,58 @@ func ranBefore(err error) int {
 	return 0
 }
 
-// afterHold is the first call after a refusal: if the person still holds
-// the desktop it is refused again; otherwise it is answered with what the
-// person did, their note and a fresh screenshot, and none of its actions
-// run (the model has not seen the desktop as the person left it). nil
-// means the desktop was never really held: the call goes on.
-func (x *session) afterHold(ctx context.Context, callID string, as []actions.Action) *mcp.CallToolResult {
+// takeoverCheck runs before each call: when agentd told the session of a
+// take over since the last call (or the last call was refused), the call
+// does not run. While the person still holds the desktop it is refused
+// again; once they handed it back it is answered with what they did,
+// their note and a fresh screenshot (the model has not seen the desktop
+// as the person left it, and agentd refuses actions until the hand back
+// is collected). nil: no take over, the call goes on.
+func (x *session) takeoverCheck(ctx context.Context, callID string, steps []string) *mcp.CallToolResult {
+	c := x.desk.Client
+	n, _ := c.Takeovers()
+	if n == x.seen && !x.held {
+		return nil
+	}
+	// Collect the hand back. While a person holds the desktop the wait
+	// would last until they hand it back: it is bounded, briefly when
+	// agentd's last word was that the desktop is held (its hand back event
+	// may be on its way), and then answered as held, never queued.
+	bound := handbackWait
+	if c.Held() {
+		bound = heldWait
+	}
+	wait, cancel := context.WithTimeout(ctx, bound)
+	hb, err := c.AwaitHandback(wait)
+	cancel()
+	switch {
+	case err != nil && ctx.Err() == nil && wait.Err() != nil:
+		return x.heldResult(callID, steps, nil)
+	case err != nil:
+		return errorResult("collecting the hand back: " + failure(ctx, err))
+	}
+	x.seen, x.held = n, false
 	shot, err := x.drv.Run(ctx, nil, computer.Hooks{})
 	if errors.Is(err, computer.ErrTakenOver) {
-		return x.heldResult(callID, as, err)
+		return x.heldResult(callID, steps, err)
 	}
 	if err != nil {
 		return errorResult(failure(ctx, err))
 	}
-	hb, err := x.desk.Client.AwaitHandback(ctx)
-	if err != nil {
-		return errorResult("waiting for the hand back: " + failure(ctx, err))
-	}
-	x.held = false
 	x.image = shot.Transform.Image
-	notRun := make([]string, len(as))
-	for i, a := range as {
-		notRun[i] = a.String()
-	}
 	x.event(runner.Event{Kind: runner.EventTakeover, CallID: callID,
-		Takeover: &runner.TakeoverEvent{Phase: runner.TakeoverHandedBack, NotRun: notRun, Handback: hb}})
+		Takeover: &runner.TakeoverEvent{Phase: runner.TakeoverHandedBack, NotRun: steps, Handback: hb}})
 	x.event(runner.Event{Kind: runner.EventScreenshot, CallID: callID,
 		Screenshot: &runner.ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
-	return screenshotResult(shot, handbackText(notRun, hb))
+	return screenshotResult(shot, handbackText(steps, hb))
 }
+
+// handbackWait bounds the wait for a hand back agentd should have at once;
+// heldWait, for one whose event has not arrived yet.
+const (
+	handbackWait = 2 * time.Second
+	heldWait     = 250 * time.Millisecond
+)
 
 // handbackText tells the client what a person did while holding the
 // desktop.
@@ -88,7 +108,7 @@ func handbackText(notRun []string, hb computer.Handback) string {
 	if hb.Orphaned {
 		b.WriteString("Their connection was lost while they held it. ")
 	}
-	fmt.Fprintf(&b, "None of this call's actions ran (%s): ", strings.Join(notRun, "; "))
+	fmt.Fprintf(&b, "Nothing of this call ran (%s): ", strings.Join(notRun, "; "))
 	b.WriteString("the screenshot shows the desktop as it is now; look at it before you act again.")
 	for _, n := range hb.Notes {
 		fmt.Fprintf(&b, "\n\nThe person's note: %s", n)

@@ -15,12 +15,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
@@ -387,4 +389,210 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.rt.RoundTrip(r)
+}
+
+// TestMCPTakeover: a person takes the desktop over (agentd's operator
+// role, as the console does): a call returns "held by a person" and
+// nothing of it reaches the desktop, then or later; the call after the
+// hand back runs nothing and answers with the person's note and a fresh
+// screenshot; the next one runs. A take over between two calls is told
+// the same way. The record has the take over.
+func TestMCPTakeover(t *testing.T) {
+	r := newMCPRig(t)
+	cs := r.connect(nil)
+	ctx := mcpCtx(t)
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
+	op, err := guest.Operate(ctx, r.addr, mcpGuestToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	if err := op.Take(ctx, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	r.rec.Sync(t)
+	r.rec.Clear()
+	res := call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`)
+	if !res.IsError || !strings.Contains(resultText(res), "held by a person") {
+		t.Fatalf("call during the take over: error %v %q, want held by a person", res.IsError, resultText(res))
+	}
+	if _, err := op.Input(ctx, actions.Action{Type: actions.TypeText, Text: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	r.rec.WaitTyped(t, "ok", 10*time.Second)
+	if err := op.HandBack(ctx, "I closed the dialog"); err != nil {
+		t.Fatal(err)
+	}
+	res = call(t, ctx, cs, `[{"type":"click","x":100,"y":100}]`)
+	screenshotOf(t, res, 1280, 800)
+	if txt := resultText(res); !strings.Contains(txt, "handed it back") || !strings.Contains(txt, "I closed the dialog") ||
+		!strings.Contains(txt, "Nothing of this call ran") || !strings.Contains(txt, "1 action(s)") {
+		t.Fatalf("the call after the hand back: %q", txt)
+	}
+	r.rec.Sync(t)
+	if ps := presses(r.rec.Events()); len(ps) != 0 {
+		t.Fatalf("the model's clicks reached the desktop around the take over: %v", ps)
+	}
+
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`), 1280, 800)
+	r.rec.Sync(t)
+	if ps := presses(r.rec.Events()); len(ps) != 1 || ps[0].X != 720 || ps[0].Y != 450 {
+		t.Fatalf("presses %v, want the one after the hand back at (720,450)", ps)
+	}
+
+	// Taken and handed back between two calls.
+	if err := op.Take(ctx, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	if err := op.HandBack(ctx, "second look"); err != nil {
+		t.Fatal(err)
+	}
+	r.rec.Clear()
+	res = call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`)
+	if txt := resultText(res); res.IsError || !strings.Contains(txt, "second look") {
+		t.Fatalf("the call after a take over between calls: error %v %q", res.IsError, txt)
+	}
+	r.rec.Sync(t)
+	if ps := presses(r.rec.Events()); len(ps) != 0 {
+		t.Fatalf("a call chosen before the take over ran: %v", ps)
+	}
+
+	cs.Close()
+	recs, _ := filepath.Glob(filepath.Join(r.runs, "*", "events.jsonl"))
+	if len(recs) != 1 {
+		t.Fatalf("records %v", recs)
+	}
+	data, _ := os.ReadFile(recs[0])
+	for _, want := range []string{`"phase":"paused"`, `"phase":"handed_back"`, `I closed the dialog`} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Fatalf("the record lacks %s:\n%s", want, data)
+		}
+	}
+}
+
+// TestMCPConfirm: with --confirm each call is asked, with its steps, through
+// MCP elicitation (a multi round-trip request) before any of it runs:
+// approved, the click lands; declined, nothing reaches the desktop. A client that cannot be asked, with no console or terminal,
+// gets every action refused (fail closed).
+func TestMCPConfirm(t *testing.T) {
+	r := newMCPRig(t)
+	ctx := mcpCtx(t)
+	var mu sync.Mutex
+	approve, asked := true, 0
+	var msgs []string
+	cs := r.connect(&mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		msgs = append(msgs, req.Params.Message)
+		if approve {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		}
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}}, "--confirm")
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
+	r.rec.Sync(t)
+	r.rec.Clear()
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`), 1280, 800)
+	r.rec.Sync(t)
+	if ps := presses(r.rec.Events()); len(ps) != 1 || ps[0].X != 720 || ps[0].Y != 450 {
+		t.Fatalf("approved: presses %v, want one at (720,450)", ps)
+	}
+	mu.Lock()
+	if asked != 2 || !strings.Contains(msgs[1], "1. click left (640,400)\n2. a screenshot") {
+		t.Fatalf("asked %d times %q, want once per call, naming its steps", asked, msgs)
+	}
+	approve = false
+	mu.Unlock()
+	r.rec.Clear()
+	res := call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`)
+	if !res.IsError || !strings.Contains(resultText(res), "not approved") {
+		t.Fatalf("declined: error %v %q", res.IsError, resultText(res))
+	}
+	r.rec.Sync(t)
+	if evs := r.rec.Events(); len(evs) != 0 {
+		t.Fatalf("a declined click reached the desktop: %v", evs)
+	}
+	cs.Close()
+
+	// Nobody to ask.
+	mute := r.connect(nil, "--confirm")
+	r.rec.Clear()
+	res = call(t, ctx, mute, `[{"type":"click","x":640,"y":400}]`)
+	if !res.IsError || !strings.Contains(resultText(res), "nobody can be asked") {
+		t.Fatalf("no elicitation: error %v %q, want refused", res.IsError, resultText(res))
+	}
+	r.rec.Sync(t)
+	if evs := r.rec.Events(); len(evs) != 0 {
+		t.Fatalf("an unasked click reached the desktop: %v", evs)
+	}
+}
+
+// TestMCPExecAndProgress: exec_py keeps its namespace for the MCP session
+// and a long call sends progress notifications; a computer call sends one
+// per completed action.
+func TestMCPExecAndProgress(t *testing.T) {
+	r := newMCPRig(t, "--code")
+	ctx := mcpCtx(t)
+	var mu sync.Mutex
+	var notes []*mcp.ProgressNotificationParams
+	cs := r.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		notes = append(notes, req.Params)
+	}}, "--tools", "computer,code")
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 2 {
+		t.Fatalf("tools %v %v, want computer and exec_py", tools, err)
+	}
+	exec := func(code string, token any) *mcp.CallToolResult {
+		p := &mcp.CallToolParams{Name: "exec_py", Arguments: map[string]any{"code": code}}
+		if token != nil {
+			p.SetProgressToken(token)
+		}
+		res, err := cs.CallTool(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError {
+			t.Fatalf("exec_py %q: %s", code, resultText(res))
+		}
+		return res
+	}
+	exec("x = 41", nil)
+	res := exec("time.sleep(2.5)\nlog(x + 1)", "long")
+	if !strings.Contains(resultText(res), "42") {
+		t.Fatalf("the namespace was not kept: %q", resultText(res))
+	}
+	count := func(token any) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, p := range notes {
+			if p.ProgressToken == token {
+				n++
+			}
+		}
+		return n
+	}
+	// Notifications may arrive just after the result.
+	deadline := time.Now().Add(10 * time.Second)
+	for count("long") < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := count("long"); n < 2 {
+		t.Fatalf("%d progress notifications for a 2.5 s exec_py, want at least 2", n)
+	}
+	p := &mcp.CallToolParams{Name: "computer", Arguments: json.RawMessage(`{"actions":[{"type":"move","x":1,"y":1},{"type":"wait"},{"type":"move","x":2,"y":2}]}`)}
+	p.SetProgressToken("acts")
+	if res, err := cs.CallTool(ctx, p); err != nil || res.IsError {
+		t.Fatalf("computer: %v %v", err, res)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for count("acts") < 3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := count("acts"); n < 3 {
+		t.Fatalf("%d progress notifications for 3 actions, want 3", n)
+	}
 }
