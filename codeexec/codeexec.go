@@ -88,7 +88,8 @@ type Options struct {
 	// finds python3-pil).
 	Python string
 	// Dir is where each session's private directory is made (default:
-	// the system's temporary directory).
+	// the temporary directory; /tmp for an agentd running as root, whose
+	// workers run as nobody and must reach it).
 	Dir string
 	// Pointer reads the pointer's screen position.
 	Pointer func(ctx context.Context) (x, y int, err error)
@@ -123,6 +124,11 @@ func New(opts Options) (*Service, error) {
 	}
 	if opts.Dir == "" {
 		opts.Dir = os.TempDir()
+		if os.Geteuid() == 0 {
+			// The workers run as nobody, who must reach the directory:
+			// root's TMPDIR may be private.
+			opts.Dir = "/tmp"
+		}
 	}
 	if opts.ScrollPixelsPerStep <= 0 {
 		opts.ScrollPixelsPerStep = executor.DefaultScrollPixelsPerStep
@@ -150,7 +156,32 @@ func New(opts Options) (*Service, error) {
 		}
 		return nil, fmt.Errorf("code execution needs %s with PIL (Debian: apt-get install python3 python3-pil): %w %s", opts.Python, err, msg)
 	}
-	return &Service{opts: opts}, nil
+	svc := &Service{opts: opts}
+	if err := svc.probe(); err != nil {
+		return nil, fmt.Errorf("code execution needs its worker's sandbox: %w", err)
+	}
+	return svc, nil
+}
+
+// probe starts one worker and lets it end at once, so a sandbox this
+// system cannot give (no seccomp, say) refuses --code at start; a weaker
+// one (no Landlock) is logged.
+func (s *Service) probe() error {
+	dir, err := s.writeLib()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	out := tailBuffer{max: 4 << 10}
+	w, err := startWorker(&s.opts, dir, &out)
+	if err != nil {
+		return err
+	}
+	if err := w.ready(context.Background(), &out, s.opts.Logf); err != nil {
+		return err
+	}
+	_ = w.stop()
+	return nil
 }
 
 // Deadline turns a request's deadline in milliseconds into a duration:
@@ -181,8 +212,23 @@ func (s *Service) writeLib() (string, error) {
 		return "", fmt.Errorf("code session directory: %w", err)
 	}
 	lib := filepath.Join(dir, "lib")
+	// An agentd running as root runs its workers as nobody: theirs, then.
+	own := func(path string) error {
+		if os.Geteuid() != 0 {
+			return nil
+		}
+		return os.Chown(path, NobodyID, NobodyID)
+	}
+	if err := own(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("code session directory: %w", err)
+	}
 	for _, d := range []string{lib, filepath.Join(dir, "work")} {
-		if err := os.Mkdir(d, 0o700); err != nil {
+		err := os.Mkdir(d, 0o700)
+		if err == nil {
+			err = own(d)
+		}
+		if err != nil {
 			os.RemoveAll(dir)
 			return "", fmt.Errorf("code session directory: %w", err)
 		}
@@ -196,6 +242,9 @@ func (s *Service) writeLib() (string, error) {
 		b, err := pyFiles.ReadFile("py/" + e.Name())
 		if err == nil {
 			err = os.WriteFile(filepath.Join(lib, e.Name()), b, 0o400)
+		}
+		if err == nil {
+			err = own(filepath.Join(lib, e.Name()))
 		}
 		if err != nil {
 			os.RemoveAll(dir)

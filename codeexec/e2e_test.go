@@ -55,6 +55,17 @@ func startAgentd(t *testing.T, w, h int, args ...string) *desk {
 // agentd of a plain user shows what its workers cannot read.
 func startAgentdAs(t *testing.T, w, h int, asUser bool, args ...string) *desk {
 	t.Helper()
+	return startAgentdFull(t, w, h, asUser, nil, args...)
+}
+
+// startAgentdEnv is startAgentd with env added to agentd's environment.
+func startAgentdEnv(t *testing.T, w, h int, env []string, args ...string) *desk {
+	t.Helper()
+	return startAgentdFull(t, w, h, false, env, args...)
+}
+
+func startAgentdFull(t *testing.T, w, h int, asUser bool, env []string, args ...string) *desk {
+	t.Helper()
 	bin := agentdtest.Binary(t)
 	x := xvfbtest.Start(t, w, h)
 	rec := xrecorder.Start(t, x.Display)
@@ -66,7 +77,7 @@ func startAgentdAs(t *testing.T, w, h int, asUser bool, args ...string) *desk {
 	}
 	addrFile := filepath.Join(dir, "addr")
 	cmd := exec.Command(bin, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
-	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+testToken)
+	cmd.Env = append(append(os.Environ(), "AGENTD_TOKEN="+testToken), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	addr, logs := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

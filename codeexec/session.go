@@ -68,7 +68,10 @@ func (s *Session) Exec(ctx context.Context, code string, deadline time.Duration)
 	s.out.Reset()
 	start := time.Now()
 	if s.w == nil {
-		if err := s.start(); err != nil {
+		if err := s.start(ctx); err != nil {
+			if ctx.Err() != nil {
+				return wire.ExecResult{}, fmt.Errorf("%w: while the worker started", ctx.Err())
+			}
 			return wire.ExecResult{}, err
 		}
 		s.res.FreshNamespace = true
@@ -130,8 +133,6 @@ func (s *Session) serve(ctx context.Context) error {
 				s.text(f.head.Text)
 			case "image":
 				s.image(f)
-			case "sandbox":
-				s.svc.opts.Logf("code: the worker runs without Landlock, it can read the token file: %s", f.head.Error)
 			default:
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -501,8 +502,9 @@ func (s *Session) note(msg string) {
 	s.out.WriteString("[" + msg + "]\n")
 }
 
-// start makes the session's directory (once) and a fresh worker.
-func (s *Session) start() error {
+// start makes the session's directory (once) and a fresh worker, and
+// waits until it is ready: its start does not count against the deadline.
+func (s *Session) start(ctx context.Context) error {
 	if s.dir == "" {
 		dir, err := s.svc.writeLib()
 		if err != nil {
@@ -510,9 +512,13 @@ func (s *Session) start() error {
 		}
 		s.dir = dir
 	}
-	w, err := startWorker(s.svc.opts.Python, s.dir, s.svc.opts.Hide, &s.raw)
+	w, err := startWorker(&s.svc.opts, s.dir, &s.raw)
 	if err != nil {
 		return err
+	}
+	if err := w.ready(ctx, &s.raw, s.svc.opts.Logf); err != nil {
+		s.raw.Take() // told in the error
+		return fmt.Errorf("start the Python worker: %w", err)
 	}
 	s.w = w
 	return nil

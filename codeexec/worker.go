@@ -49,6 +49,7 @@ var (
 		"out":        {Head: 64 << 10},
 		"done":       {Head: 128 << 10},
 		"sandbox":    {Head: 16 << 10},
+		"ready":      smallFrame,
 		"image":      {Head: 4 << 10, Payload: maxImagePayload},
 		"act":        {Head: maxFrameHead},
 		"wheel":      smallFrame,
@@ -121,18 +122,67 @@ func env(home string) []string {
 	}
 }
 
+// Limits of a worker and of each process it starts (setrlimit, soft and
+// hard alike, so the code cannot raise them): CPU time, address space, the
+// size of a file it writes, open files, no core files; and at most
+// ExtraTasks processes and threads beyond those its user already runs when
+// the worker starts (RLIMIT_NPROC counts all of the user's).
+const (
+	LimitCPUSeconds   = 3600
+	LimitAddressSpace = 4 << 30
+	LimitFileSize     = 1 << 30
+	LimitOpenFiles    = 1024
+	LimitExtraTasks   = 256
+	// NobodyID is the user and group a worker runs as when agentd is root.
+	NobodyID = 65534
+	// stopTimeout bounds how long the keeper may take to end its subtree,
+	// startTimeout how long a worker may take to be ready.
+	stopTimeout  = 10 * time.Second
+	startTimeout = 60 * time.Second
+)
+
 // workerConfig is worker.py's one argument.
 type workerConfig struct {
-	Hide           []string              `json:"hide"`
 	Frames         map[string]frameLimit `json:"frames"`
 	OutChunk       int                   `json:"out_chunk"`
 	DisplayPixels  int                   `json:"display_pixels"`
 	TracebackChars int                   `json:"traceback_chars"`
 }
 
-func startWorker(python, dir string, hide []string, stdio *tailBuffer) (*worker, error) {
-	cfg, err := json.Marshal(workerConfig{Hide: hide, Frames: frameLimits, OutChunk: outChunkChars,
+// keeperConfig is reaper.py's one argument.
+type keeperConfig struct {
+	Python     string         `json:"python"`
+	Worker     []string       `json:"worker"` // worker.py's path and argument
+	Agentd     int            `json:"agentd"` // agentd's pid
+	Hide       []string       `json:"hide"`
+	UID        *int           `json:"uid,omitempty"`
+	GID        *int           `json:"gid,omitempty"`
+	Rlimits    map[string]int `json:"rlimits"`
+	NprocExtra int            `json:"nproc_extra"`
+}
+
+// startWorker starts the worker's keeper (reaper.py), which starts the
+// worker in its sandbox.
+func startWorker(opts *Options, dir string, stdio *tailBuffer) (*worker, error) {
+	wcfg, err := json.Marshal(workerConfig{Frames: frameLimits, OutChunk: outChunkChars,
 		DisplayPixels: MaxDisplayPixels, TracebackChars: tracebackChars})
+	if err != nil {
+		return nil, fmt.Errorf("worker configuration: %w", err)
+	}
+	kcfg := keeperConfig{
+		Python: opts.Python,
+		Worker: []string{filepath.Join(dir, "lib", "worker.py"), string(wcfg)},
+		Agentd: os.Getpid(),
+		Hide:   append([]string{}, opts.Hide...),
+		Rlimits: map[string]int{"cpu": LimitCPUSeconds, "as": LimitAddressSpace, "fsize": LimitFileSize,
+			"nofile": LimitOpenFiles, "core": 0},
+		NprocExtra: LimitExtraTasks,
+	}
+	if os.Geteuid() == 0 {
+		id := NobodyID
+		kcfg.UID, kcfg.GID = &id, &id
+	}
+	cfg, err := json.Marshal(kcfg)
 	if err != nil {
 		return nil, fmt.Errorf("worker configuration: %w", err)
 	}
@@ -147,7 +197,7 @@ func startWorker(python, dir string, hide []string, stdio *tailBuffer) (*worker,
 		return nil, fmt.Errorf("worker pipe: %w", err)
 	}
 	work := filepath.Join(dir, "work")
-	cmd := exec.Command(python, "-I", filepath.Join(dir, "lib", "worker.py"), string(cfg))
+	cmd := exec.Command(opts.Python, "-I", filepath.Join(dir, "lib", "reaper.py"), string(cfg))
 	cmd.Dir = work
 	cmd.Env = env(work)
 	cmd.ExtraFiles = []*os.File{toR, fromW}
@@ -161,12 +211,47 @@ func startWorker(python, dir string, hide []string, stdio *tailBuffer) (*worker,
 	if err != nil {
 		toW.Close()
 		fromR.Close()
-		return nil, fmt.Errorf("start %s: %w", python, err)
+		return nil, fmt.Errorf("start %s: %w", opts.Python, err)
 	}
 	w := &worker{cmd: cmd, toW: toW, fromW: fromR, frames: make(chan frame), quit: make(chan struct{})}
 	w.reader.Add(1)
 	go w.read()
 	return w, nil
+}
+
+// ready waits for the worker's first frame, "ready", logging a weaker
+// sandbox on the way; a worker that ends or stalls first is stopped, and
+// the error says why.
+func (w *worker) ready(ctx context.Context, stdio *tailBuffer, logf func(string, ...any)) error {
+	t := time.NewTimer(startTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case f, ok := <-w.frames:
+			switch {
+			case !ok:
+				err := w.stop()
+				var fe *frameError
+				if errors.As(w.readErr, &fe) {
+					return fe
+				}
+				return errors.New(exitReason(err, stdio))
+			case f.head.Op == "sandbox":
+				logf("code: the worker's sandbox is weaker than documented: %s", f.head.Error)
+			case f.head.Op == "ready":
+				return nil
+			default:
+				_ = w.stop()
+				return fmt.Errorf("the worker sent %q before it was ready", f.head.Op)
+			}
+		case <-t.C:
+			_ = w.stop()
+			return fmt.Errorf("the Python worker was not ready within %s", startTimeout)
+		case <-ctx.Done():
+			_ = w.stop()
+			return ctx.Err()
+		}
+	}
 }
 
 // read forwards the worker's frames until its pipe ends or stop is called.
@@ -252,13 +337,16 @@ func (w *worker) send(ctx context.Context, head any, payload []byte) error {
 	return nil
 }
 
-// stop kills the worker's process group and waits for it and its reader.
-// It returns how the process ended.
+// stop asks the keeper to kill the worker and every process it started,
+// and waits for it and the reader. It returns how the worker ended. A
+// keeper that does not end in time is killed.
 func (w *worker) stop() error {
 	close(w.quit)
-	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
 	w.toW.Close()
+	t := time.AfterFunc(stopTimeout, func() { _ = w.cmd.Process.Kill() })
 	err := w.cmd.Wait()
+	t.Stop()
 	w.fromW.Close()
 	w.reader.Wait()
 	return err

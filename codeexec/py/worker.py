@@ -1,16 +1,13 @@
 """agentd's Python worker: runs each exec's code in one persistent namespace.
 
-Started by agentd with a scrubbed environment; it talks to agentd over file
-descriptors 3 (from agentd) and 4 (to agentd) only.
+Started by reaper.py in its sandbox, with a scrubbed environment; it talks
+to agentd over file descriptors 3 (from agentd) and 4 (to agentd) only.
 """
 
-import ctypes
 import io
 import json
 import linecache
 import os
-import stat
-import struct
 import sys
 import time
 import traceback
@@ -90,67 +87,6 @@ def _traceback(exc, filename):
     return text
 
 
-def _landlock(hidden):
-    """Closes the paths in hidden (agentd's token file) to this process and
-    its children with Landlock, and keeps every other path's access as it
-    was; where the kernel offers it, also signals to processes outside (agentd)
-    and abstract unix sockets. Returns why it could not, or None."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset: the ABI version
-    if abi < 1:
-        return "Landlock is not available (errno %d)" % ctypes.get_errno()
-    rights = (1 << 13) - 1  # ABI 1: execute .. make_sym
-    rights |= (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0) | (1 << 15 if abi >= 5 else 0)
-    file_rights = rights & (1 | 2 | 4 | 1 << 14 | 1 << 15)  # execute, write, read, truncate, ioctl
-    attr = struct.pack("=Q", rights) if abi < 6 else struct.pack("=QQQ", rights, 0, 1 | 2)
-    rfd = libc.syscall(444, ctypes.create_string_buffer(attr, len(attr)), len(attr), 0)
-    if rfd < 0:
-        return "landlock_create_ruleset: errno %d" % ctypes.get_errno()
-    hidden = {os.path.realpath(p) for p in hidden}
-    on_the_way = set()
-    for p in hidden:
-        while p != "/":
-            p = os.path.dirname(p)
-            on_the_way.add(p)
-
-    def allow(path):
-        try:
-            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            return
-        try:
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISLNK(mode):
-                return  # its target has a rule of its own, or is hidden
-            r = rights if stat.S_ISDIR(mode) else file_rights
-            rule = ctypes.create_string_buffer(struct.pack("=Qi", r, fd), 12)
-            if libc.syscall(445, rfd, 1, rule, 0) < 0:
-                raise OSError(ctypes.get_errno(), "landlock_add_rule " + path)
-        finally:
-            os.close(fd)
-
-    def walk(d):
-        for name in os.listdir(d):
-            p = os.path.join(d, name)
-            if p in on_the_way:
-                walk(p)
-            elif p not in hidden:
-                allow(p)
-
-    try:
-        walk("/")
-    except OSError as e:
-        os.close(rfd)
-        return str(e)
-    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.syscall(446, rfd, 0) != 0:  # no_new_privs, restrict_self
-        err = ctypes.get_errno()
-        os.close(rfd)
-        return "landlock_restrict_self: errno %d" % err
-    os.close(rfd)
-    return None
-
-
 def _configure(cfg):
     global _display_pixels, _traceback_chars
     _agentd.limits = {op: (lim["head"], lim["payload"]) for op, lim in cfg["frames"].items()}
@@ -160,14 +96,10 @@ def _configure(cfg):
 
 
 def main():
-    cfg = json.loads(sys.argv[1])
-    _configure(cfg)
-    if cfg.get("hide"):
-        why = _landlock(cfg["hide"])
-        if why is not None:
-            _agentd.send({"op": "sandbox", "error": why})
+    _configure(json.loads(sys.argv[1]))
     sys.stdout = sys.stderr = _Out()
     ns = _namespace()
+    _agentd.send({"op": "ready"})  # agentd starts the first call's deadline now
     n = 0
     while True:
         try:
