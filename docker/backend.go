@@ -89,12 +89,8 @@ type instance struct {
 }
 
 func newInstance(g *Guest, name, apps string, out backend.Outputs) *instance {
-	addr := g.Addr
-	if g.TCPAddr != "" {
-		addr = g.TCPAddr
-	}
 	return &instance{g: g, ImageInstance: backend.ImageInstance{Files: g, Desc: backend.Description{
-		Name: name, Backend: "docker", Display: "inside the container", Addr: addr, TokenFile: g.TokenFile,
+		Name: name, Backend: "docker", Display: "inside the container", Addr: g.Addr, TokenFile: g.TokenFile,
 		Instance: g.Name, Owner: "container " + g.Name, Home: g.Home, Apps: apps,
 		Outputs: out.InGuest("container", g.Home), Started: time.Now().UTC(),
 	}}}

@@ -7,15 +7,17 @@
 //
 // Hardening (docs/design.md, "Safety"), all on by default: the container runs as the image's
 // non-root user with every capability dropped, no-new-privileges, a
-// read-only root filesystem (tmpfs for /tmp and the user's home), memory
-// and pids limits, and no network at all. agentd is reached without a TCP
-// port: its unix socket appears in a private directory of the host (0700)
-// that is bind-mounted into the container, and that directory is also how
-// the token comes in. The token is 32 random bytes, fresh for every
-// container, in a 0600 file; it never appears in the container's
-// environment, command line, labels or logs. With Config.Network the
-// container gets a bridge network and agentd is published on 127.0.0.1 of
-// the host only.
+// read-only root filesystem (tmpfs for /tmp and the user's home), memory,
+// CPU, pids and open-files limits, and no network at all. agentd is reached
+// without a TCP port: its unix socket appears in a private directory of the
+// host (0700) that is bind-mounted into the container, and that directory
+// is also how the token comes in. The token is 32 random bytes, fresh for
+// every container, in a 0600 file; it never appears in the container's
+// environment, command line, labels or logs, and the desktop's applications
+// cannot read it (the entrypoint starts them with that directory closed to
+// them, `agentd app`). With Config.Network the container gets a bridge
+// network for the desktop's own traffic; agentd still listens on the
+// container's loopback and the unix socket only, and no port is published.
 package docker
 
 import (
@@ -24,8 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
-	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -40,7 +40,6 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
-	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/agentd-dev/agentd/guest/backend"
@@ -56,6 +55,8 @@ const (
 	DefaultSize         = "1440x900"
 	DefaultMemory       = 2 << 30 // Firefox with a few tabs stays well below
 	DefaultPIDs         = 1024    // counts threads; Firefox runs a few hundred
+	DefaultCPUs         = 2       // or the engine's CPUs when it has fewer
+	DefaultOpenFiles    = 8192    // per process; Firefox with a few tabs holds well under 1,000
 	DefaultShmSize      = 256 << 20
 	DefaultStartTimeout = 2 * time.Minute
 	DefaultStopTimeout  = 10 * time.Second // the entrypoint gives each child 2s
@@ -74,7 +75,6 @@ const (
 	tokenName  = "token"
 	socketName = "agentd.sock"
 	configName = "config"
-	agentdPort = 7010
 )
 
 // ErrNoEngine is wrapped by errors that come from not reaching the Docker
@@ -92,7 +92,11 @@ type Config struct {
 	// Size is the screen, "WxH" or "WxHxD" (D is 24 or 16). Default DefaultSize.
 	Size string
 	// Network gives the container a bridge network (default: none, only its
-	// own loopback) and publishes agentd's port on 127.0.0.1 (Guest.TCPAddr).
+	// own loopback), for the desktop's traffic: agentd is still reached
+	// through the unix socket only. The guest can reach what the bridge
+	// reaches, sibling containers on the engine's default bridge and the
+	// host's services on the gateway address included (README, "Docker
+	// guest").
 	Network bool
 	// Apps are the applications the entrypoint starts before agentd, in
 	// this order: any of "form" (the exercise's pickup form), "firefox",
@@ -118,10 +122,14 @@ type Config struct {
 	Build *BuildOptions
 	// StateRoot holds the guests' private directories. Default StateRoot().
 	StateRoot string
-	// Memory (bytes, no swap on top) and PIDs limit the container.
-	// Defaults DefaultMemory and DefaultPIDs.
-	Memory int64
-	PIDs   int64
+	// Memory (bytes, no swap on top), CPUs (CPU time, in CPUs: 1.5 is one
+	// and a half) and PIDs limit the container, OpenFiles each of its
+	// processes (nofile). Defaults DefaultMemory, DefaultCPUs (or the
+	// engine's CPUs when it has fewer), DefaultPIDs and DefaultOpenFiles.
+	Memory    int64
+	CPUs      float64
+	PIDs      int64
+	OpenFiles int64
 	// StartTimeout bounds Up from creating the container to agentd
 	// answering. Default DefaultStartTimeout.
 	StartTimeout time.Duration
@@ -133,9 +141,6 @@ type Guest struct {
 	Name string // the container's name
 	// Addr is agentd's address for guest.Dial: "unix:" and the socket's path.
 	Addr string
-	// TCPAddr is agentd's published address on 127.0.0.1 (only with
-	// Config.Network), else empty.
-	TCPAddr string
 	// TokenFile holds agentd's token (0600, inside StateDir).
 	TokenFile string
 	// StateDir is the guest's private directory on the host (0700),
@@ -222,6 +227,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.PIDs == 0 {
 		cfg.PIDs = DefaultPIDs
 	}
+	if cfg.OpenFiles == 0 {
+		cfg.OpenFiles = DefaultOpenFiles
+	}
+	if cfg.CPUs < 0 || cfg.OpenFiles < 0 {
+		return cfg, errors.New("docker guest: CPUs and OpenFiles must not be negative")
+	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
 	}
@@ -277,6 +288,16 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 	user, home, err := imageUser(img)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.CPUs == 0 {
+		info, err := cli.Info(ctx, client.InfoOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("ask the engine for its CPUs: %w", err)
+		}
+		cfg.CPUs = DefaultCPUs
+		if n := info.Info.NCPU; n > 0 && float64(n) < cfg.CPUs {
+			cfg.CPUs = float64(n)
+		}
 	}
 	// As root, the private directory and token are handed to the image's
 	// user; otherwise the container runs as this user, who owns them.
@@ -374,11 +395,6 @@ func up(ctx context.Context, cli *client.Client, cfg Config, say func(string)) (
 		return fail(err)
 	}
 	mark("healthy")
-	if cfg.Network {
-		if g.TCPAddr, err = g.publishedAddr(ctx); err != nil {
-			return fail(err)
-		}
-	}
 	say("guest ready at " + g.Addr)
 	return g, nil
 }
@@ -436,10 +452,6 @@ func open(ctx context.Context, cli *client.Client, name, stateRoot string) (*Gue
 			}
 		}
 	}
-	if c.HostConfig != nil && c.HostConfig.NetworkMode == "bridge" {
-		// A stopped container has no published port; Down works without.
-		g.TCPAddr, _ = g.publishedAddr(ctx)
-	}
 	return g, nil
 }
 
@@ -468,32 +480,26 @@ func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string)
 		}
 		security = append(security, "seccomp="+string(profile))
 	}
+	// With a network agentd still listens on the container's loopback (the
+	// entrypoint's default) and the unix socket: a port published to the
+	// host would need it on the bridge address, where every container on
+	// that bridge reaches it.
 	netMode := container.NetworkMode("none")
-	var exposed network.PortSet
-	var published network.PortMap
 	if cfg.Network {
-		// agentd refuses wildcard addresses: it listens on the container's
-		// own address, and the engine forwards 127.0.0.1 of the host to it.
 		netMode = "bridge"
-		port := network.MustParsePort(strconv.Itoa(agentdPort) + "/tcp")
-		env = append(env, "AGENTD_LISTEN=container:"+strconv.Itoa(agentdPort))
-		exposed = network.PortSet{port: {}}
-		published = network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1")}}}
 	}
 	pids := cfg.PIDs
 	initProc := true // reaps the browser's orphaned helpers
 	return client.ContainerCreateOptions{
 		Name: cfg.Name,
 		Config: &container.Config{
-			Image:        imageID,
-			User:         runAs.String(),
-			Env:          env,
-			Labels:       map[string]string{LabelGuest: "1"},
-			ExposedPorts: exposed,
+			Image:  imageID,
+			User:   runAs.String(),
+			Env:    env,
+			Labels: map[string]string{LabelGuest: "1"},
 		},
 		HostConfig: &container.HostConfig{
 			NetworkMode:    netMode,
-			PortBindings:   published,
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    security,
 			ReadonlyRootfs: true,
@@ -512,7 +518,9 @@ func createOptions(cfg Config, imageID string, runAs ids, home, stateDir string)
 			Resources: container.Resources{
 				Memory:     cfg.Memory,
 				MemorySwap: cfg.Memory,
+				NanoCPUs:   int64(cfg.CPUs * 1e9),
 				PidsLimit:  &pids,
+				Ulimits:    []*container.Ulimit{{Name: "nofile", Soft: cfg.OpenFiles, Hard: cfg.OpenFiles}},
 			},
 		},
 	}, nil
@@ -624,23 +632,6 @@ func (g *Guest) waitReady(ctx context.Context, timeout time.Duration) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// publishedAddr is the 127.0.0.1 port the engine picked for agentd.
-func (g *Guest) publishedAddr(ctx context.Context) (string, error) {
-	res, err := g.cli.ContainerInspect(ctx, g.ID, client.ContainerInspectOptions{})
-	if err != nil {
-		return "", fmt.Errorf("inspect container: %w", err)
-	}
-	if ns := res.Container.NetworkSettings; ns != nil {
-		port := network.MustParsePort(strconv.Itoa(agentdPort) + "/tcp")
-		for _, b := range ns.Ports[port] {
-			if b.HostIP.IsLoopback() && b.HostPort != "" {
-				return net.JoinHostPort(b.HostIP.String(), b.HostPort), nil
-			}
-		}
-	}
-	return "", errors.New("agentd's port is not published on 127.0.0.1")
 }
 
 // Status asks the engine about the container.

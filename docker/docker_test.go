@@ -8,6 +8,8 @@ import (
 	"image"
 	"image/png"
 	"io/fs"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,8 +205,8 @@ func assertGone(t *testing.T, cli *client.Client, g *Guest) {
 func TestUpScreenshotRestartDown(t *testing.T) {
 	cli := needImage(t)
 	g := upGuest(t, Config{Size: "1280x800"})
-	if !strings.HasPrefix(g.Addr, "unix:") || g.TCPAddr != "" {
-		t.Fatalf("Addr %q TCPAddr %q: want a unix socket only", g.Addr, g.TCPAddr)
+	if !strings.HasPrefix(g.Addr, "unix:") {
+		t.Fatalf("Addr %q: want a unix socket", g.Addr)
 	}
 	waitHealthy(t, g)
 	tok := token(t, g)
@@ -276,6 +278,17 @@ func TestHardening(t *testing.T) {
 	if hc.PidsLimit == nil || *hc.PidsLimit != DefaultPIDs {
 		t.Errorf("PidsLimit = %v: want %d", hc.PidsLimit, DefaultPIDs)
 	}
+	info, err := cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCPUs := int64(min(DefaultCPUs, info.Info.NCPU)) * 1e9
+	if hc.NanoCPUs != wantCPUs {
+		t.Errorf("NanoCPUs = %d: want %d", hc.NanoCPUs, wantCPUs)
+	}
+	if len(hc.Ulimits) != 1 || hc.Ulimits[0].Name != "nofile" || hc.Ulimits[0].Soft != DefaultOpenFiles || hc.Ulimits[0].Hard != DefaultOpenFiles {
+		t.Errorf("Ulimits = %v: want nofile %d", hc.Ulimits, DefaultOpenFiles)
+	}
 	if hc.NetworkMode != "none" {
 		t.Errorf("NetworkMode = %q: want none", hc.NetworkMode)
 	}
@@ -325,6 +338,20 @@ func TestHardening(t *testing.T) {
 		if !strings.Contains(string(status), want) {
 			t.Errorf("/proc/1/status lacks %q:\n%s", want, status)
 		}
+	}
+	// The limits as the container's processes meet them: open files, and
+	// CPU time (the cgroup's quota, v2 or v1).
+	limits := execOutput(t, cli, g, "bash", "-c", "ulimit -Sn; ulimit -Hn")
+	if want := fmt.Sprintf("%d\n%d\n", DefaultOpenFiles, DefaultOpenFiles); limits != want {
+		t.Errorf("open files soft and hard %q: want %q", limits, want)
+	}
+	quota := strings.Fields(execOutput(t, cli, g, "bash", "-c",
+		"cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+	var q, period int64
+	if len(quota) != 2 || quota[0] == "max" || quota[0] == "-1" {
+		t.Errorf("CPU quota %q: want a limit", quota)
+	} else if _, err := fmt.Sscan(quota[0]+" "+quota[1], &q, &period); err != nil || q*1e9/period != wantCPUs {
+		t.Errorf("CPU quota %q: want %d CPUs (%v)", quota, wantCPUs/1e9, err)
 	}
 	if strings.Contains(string(status), "Uid:\t0\t") {
 		t.Errorf("pid 1 runs as root:\n%s", status)
@@ -376,20 +403,35 @@ func TestTwoGuestsAreIsolated(t *testing.T) {
 		t.Fatal("guest b accepted guest a's token")
 	}
 
-	// With a network, agentd is published on loopback only.
-	if !strings.HasPrefix(b.TCPAddr, "127.0.0.1:") {
-		t.Fatalf("TCPAddr = %q: want 127.0.0.1:port", b.TCPAddr)
-	}
-	screenshot(t, dial(t, b.TCPAddr, tb), 800, 600)
+	// With a network, agentd is on the container's loopback and the unix
+	// socket only: nothing is published, and the bridge address — which
+	// every container on the bridge reaches, as the host does — has no
+	// agentd behind it.
 	res, err := cli.ContainerInspect(ctx, b.ID, client.ContainerInspectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for port, bindings := range res.Container.HostConfig.PortBindings {
-		for _, pb := range bindings {
-			if !pb.HostIP.IsLoopback() {
-				t.Errorf("port %v published on %v", port, pb.HostIP)
-			}
+	if hc := res.Container.HostConfig; len(hc.PortBindings) != 0 || hc.PublishAllPorts {
+		t.Errorf("ports published: %v (all: %v)", hc.PortBindings, hc.PublishAllPorts)
+	}
+	var bridge netip.Addr
+	if ns := res.Container.NetworkSettings; ns != nil {
+		if ep := ns.Networks["bridge"]; ep != nil {
+			bridge = ep.IPAddress
+		}
+	}
+	if !bridge.IsValid() {
+		t.Fatalf("guest b has no bridge address: %+v", res.Container.NetworkSettings)
+	}
+	if conn, err := net.DialTimeout("tcp", netip.AddrPortFrom(bridge, 7010).String(), 10*time.Second); err == nil {
+		conn.Close()
+		t.Errorf("agentd answers on the bridge address %s", bridge)
+	}
+	listening := execOutput(t, cli, b, "bash", "-c", "tail -n +2 /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print $2}'")
+	for _, local := range strings.Fields(listening) {
+		// 0100007F is 127.0.0.1 (little-endian), the v6 form ::1.
+		if !strings.HasPrefix(local, "0100007F:") && !strings.HasPrefix(local, "00000000000000000000000001000000:") {
+			t.Errorf("a TCP listener on %s in the guest: want loopback only (all: %s)", local, listening)
 		}
 	}
 
@@ -473,9 +515,9 @@ func execOutput(t *testing.T, cli *client.Client, g *Guest, cmd ...string) strin
 	return out.String()
 }
 
-// BenchmarkScreenshotTransport compares the two ways to reach agentd in one
-// container, on the same screen: the unix socket in the bind-mounted
-// directory, and the port published on the host's 127.0.0.1.
+// BenchmarkScreenshotTransport measures the screenshot round trip through
+// the unix socket in the bind-mounted directory (the only way in; nothing
+// is published, a network or not).
 //
 //	AGENTD_REQUIRE_DOCKER=1 go test -run '^$' -bench ScreenshotTransport -count 5 ./docker/
 func BenchmarkScreenshotTransport(b *testing.B) {
@@ -484,7 +526,7 @@ func BenchmarkScreenshotTransport(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, tr := range []struct{ name, addr string }{{"unix", g.Addr}, {"tcp-published", g.TCPAddr}} {
+	for _, tr := range []struct{ name, addr string }{{"unix", g.Addr}} {
 		b.Run(tr.name, func(b *testing.B) {
 			ctx := context.Background()
 			c, err := guest.Dial(ctx, tr.addr, tok)
@@ -505,8 +547,8 @@ func BenchmarkScreenshotTransport(b *testing.B) {
 	}
 }
 
-// benchGuest starts a guest with a network (so agentd is published too) and
-// a browser and editor on screen, from an image already built.
+// benchGuest starts a guest with a network and a browser and editor on
+// screen, from an image already built.
 func benchGuest(b *testing.B) *Guest {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # The guest's entrypoint, run as the non-root desktop user. Starts, in order:
 # Xvfb, openbox, the applications (optional), agentd; then watches them.
+# Everything but agentd is started through `agentd app`, which closes
+# agentd's private directory (the token) to it and to whatever it starts,
+# with Landlock: the desktop's applications run as agentd's user, and a page
+# or the model could otherwise have Firefox open file:///run/agentd/token.
+# A kernel without Landlock fails the start rather than run them open.
 # Nothing is restarted: when any of them ends, the others are stopped and the
 # container exits non-zero, saying which one ended. SIGTERM (docker stop)
 # stops them all in reverse order and exits 0.
@@ -19,8 +24,9 @@
 #                  (copied as the browser profile), mousepad-config/ (the
 #                  editor's XDG_CONFIG_HOME, copied) — exercise.WriteConfig
 #                  writes such a directory
-#   AGENTD_LISTEN  agentd's TCP address (127.0.0.1:7010); host "container"
-#                  means the container's own address, for a published port
+#   AGENTD_LISTEN  agentd's TCP address (127.0.0.1:7010)
+#   AGENTD_HIDE    more paths closed to the desktop's applications, space-
+#                  separated (a VM guest's copy of the token); optional
 #   AGENTD_CODE    1: agentd serves Python code execution (--code); empty or
 #                  0: it refuses it (empty)
 #   AGENTD_BROWSER 1: agentd starts Chromium for the browser toolset
@@ -145,11 +151,12 @@ done
 if [ -n "$file" ] && [[ "$file" != /* ]]; then
   file="$HOME/$file"
 fi
-if [[ "$listen" == container:* ]]; then
-  own="$(hostname -i | awk '{print $1}')"
-  [ -n "$own" ] || die "AGENTD_LISTEN=$listen: the container has no address of its own (network none?)"
-  listen="$own:${listen#container:}"
-fi
+# The desktop's programs start through this (see the top).
+sandbox=(agentd app --hide "$run_dir")
+for p in ${AGENTD_HIDE:-}; do
+  sandbox+=(--hide "$p")
+done
+sandbox+=(--)
 
 # What a previous run of this container left (a restart keeps the writable
 # layer when /tmp is not a tmpfs): the X lock and socket, agentd's socket.
@@ -165,7 +172,7 @@ export NO_AT_BRIDGE=1 GSETTINGS_BACKEND=memory
 
 # -noreset: without it the server resets when its last client leaves, and
 # a client connecting during the reset (openbox right after the probe) fails.
-start xvfb Xvfb "$display" -screen 0 "${width}x${height}x${depth}" -nolisten tcp -noreset -auth "$XAUTHORITY"
+start xvfb "${sandbox[@]}" Xvfb "$display" -screen 0 "${width}x${height}x${depth}" -nolisten tcp -noreset -auth "$XAUTHORITY"
 export DISPLAY="$display"
 wait_for "the display $display" xdpyinfo
 mark xvfb
@@ -177,7 +184,7 @@ wm_ready=/tmp/openbox-ready
 rm -f "$wm_ready"
 wm_args=(--sm-disable --startup "touch $wm_ready")
 [ -z "$config_dir" ] || [ ! -f "$config_dir/openbox-rc.xml" ] || wm_args+=(--config-file "$config_dir/openbox-rc.xml")
-start openbox openbox "${wm_args[@]}"
+start openbox "${sandbox[@]}" openbox "${wm_args[@]}"
 wait_for "the window manager" test -e "$wm_ready"
 mark openbox
 
@@ -186,7 +193,7 @@ mark openbox
 for app in $apps; do
   case "$app" in
     form)
-      start form pickup-form --listen 127.0.0.1:8080 --dir "$HOME/form"
+      start form "${sandbox[@]}" pickup-form --listen 127.0.0.1:8080 --dir "$HOME/form"
       wait_for "the form server" bash -c ': </dev/tcp/127.0.0.1/8080'
       mark form
       ;;
@@ -198,7 +205,7 @@ for app in $apps; do
         mkdir -p "$HOME/firefox-profile"
       fi
       # Never --no-sandbox: the content processes keep their seccomp sandbox.
-      MOZ_CRASHREPORTER_DISABLE=1 start firefox firefox-esr --new-instance --profile "$HOME/firefox-profile" \
+      MOZ_CRASHREPORTER_DISABLE=1 start firefox "${sandbox[@]}" firefox-esr --new-instance --profile "$HOME/firefox-profile" \
         --class agentd-browser "$url"
       wait_for "a Firefox window" has_window agentd-browser
       mark firefox
@@ -216,7 +223,7 @@ for app in $apps; do
       if [ -n "$config_dir" ] && [ -d "$config_dir/mousepad-config" ]; then
         cp -r "$config_dir/mousepad-config/." "$HOME/mousepad-config/"
       fi
-      GSETTINGS_BACKEND=keyfile XDG_CONFIG_HOME="$HOME/mousepad-config" start mousepad mousepad "${mousepad_args[@]}"
+      GSETTINGS_BACKEND=keyfile XDG_CONFIG_HOME="$HOME/mousepad-config" start mousepad "${sandbox[@]}" mousepad "${mousepad_args[@]}"
       wait_for "a Mousepad window" has_window agentd-editor
       mark mousepad
       ;;

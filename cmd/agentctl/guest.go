@@ -82,7 +82,7 @@ func (o *upOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.apps, "apps", "none", "applications: exercise (browser with the pickup form, text editor), desktop (browser and editor; docker and vm) or none")
 	fs.StringVar(&o.agentd, "agentd", "", "agentd binary of a local guest (default: next to agentctl, else on $PATH)")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep a local guest's logs after down")
-	fs.BoolVar(&o.network, "network", false, "give a docker guest a network (default: none; agentd is then also published on 127.0.0.1)")
+	fs.BoolVar(&o.network, "network", false, "give a docker guest a network for its desktop (default: none; agentd stays on its unix socket)")
 	fs.BoolVar(&o.code, "code", false, "start agentd with --code: Python code execution for agentctl exec and code mode")
 	fs.BoolVar(&o.browser, "browser", false, "start agentd with --browser: Chromium with its sandbox for the browser toolset (local and docker guests; docker adds a seccomp profile allowing the sandbox's user namespaces)")
 }

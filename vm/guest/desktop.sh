@@ -12,4 +12,6 @@ cd "$HOME"
 # /run/agentd: the service's RuntimeDirectory (0700, this user's), emptied
 # when it stops; the token stays in /var/lib/agentd across restarts.
 install -m 0600 /var/lib/agentd/token /run/agentd/token
+# The desktop's applications see neither copy of the token.
+export AGENTD_HIDE=/var/lib/agentd
 exec /opt/agentd/entrypoint.sh
