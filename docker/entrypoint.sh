@@ -183,7 +183,12 @@ mark xvfb
 wm_ready=/tmp/openbox-ready
 rm -f "$wm_ready"
 wm_args=(--sm-disable --startup "touch $wm_ready")
-[ -z "$config_dir" ] || [ ! -f "$config_dir/openbox-rc.xml" ] || wm_args+=(--config-file "$config_dir/openbox-rc.xml")
+# Copied out of the config directory: it lies in agentd's private
+# directory, which the sandbox closes to openbox.
+if [ -n "$config_dir" ] && [ -f "$config_dir/openbox-rc.xml" ]; then
+  cp "$config_dir/openbox-rc.xml" "$HOME/openbox-rc.xml"
+  wm_args+=(--config-file "$HOME/openbox-rc.xml")
+fi
 start openbox "${sandbox[@]}" openbox "${wm_args[@]}"
 wait_for "the window manager" test -e "$wm_ready"
 mark openbox

@@ -299,7 +299,7 @@ func TestCrashResumeInTheRunsView(t *testing.T) {
 			}
 		}
 		resume := exec.Command(r.agentctl, "run", "--guest", r.addr, "--resume", runs[0])
-		resume.Env = append(os.Environ(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY=sk-crash-test", "AGENTD_TOKEN="+crashToken)
+		resume.Env = append(os.Environ(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY=sk-crash-test", "AGENTD_TOKEN="+crashToken, "XDG_STATE_HOME="+r.state)
 		if out, err := resume.CombinedOutput(); err != nil {
 			t.Fatalf("resume without --view (view noted: %v): %v\n%s", noted, err, out)
 		}
