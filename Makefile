@@ -24,7 +24,7 @@ build: deps ## Build agentd and its bench probe (cgo, X11) and agentctl (pure Go
 
 .PHONY: test
 test: build ## Run every test (unit and integration on a private Xvfb) with -race.
-	CGO_ENABLED=0 $(GO) build ./actions/... ./computer/... ./executor/... ./input/... ./guest/... ./runner/... ./scaling/... ./wire/... ./cmd/agentctl/... ./examples/...
+	CGO_ENABLED=0 $(GO) build ./actions/... ./computer/... ./agentd/executor/... ./agentd/input/... ./guest/... ./runner/... ./scaling/... ./wire/... ./cmd/agentctl/... ./examples/...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/agentctl # the host side on a Mac with Apple silicon
 	$(GO) vet ./...
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_T) ./...
@@ -39,17 +39,17 @@ bench: build ## Measure agentd against scrot, import, xdotool, kbinani and robot
 
 .PHONY: bench-go
 bench-go: build ## Run the Go micro-benchmarks (capture, encode, scale, input, end to end).
-	AGENTD_REQUIRE_X=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./capture/ ./scaling/ ./input/xtest/ ./agentd/
+	AGENTD_REQUIRE_X=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./capture/ ./scaling/ ./agentd/input/xtest/ ./agentd/
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved under testdata/fuzz and fails.
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecode ./actions/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzExecute ./executor/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzExecute ./agentd/executor/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseKey ./actions/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzKeysym ./input/xtest/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzKeysym ./agentd/input/xtest/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecodeRequest ./agentd/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseServerMessage ./guest/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzReadFrame ./codeexec/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzReadFrame ./agentd/codeexec/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzToScreen ./scaling/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzNew ./scaling/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzEncode ./pngenc/ $(FUZZTIME)
@@ -67,7 +67,7 @@ SOAK ?= 100
 .PHONY: reliability
 reliability: build ## Run the fault, security and soak tests (SOAK=N), then every fuzz target for 10s.
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) AGENTD_SOAK=$(SOAK) $(GO) test $(GOFLAGS_T) -timeout 30m -v \
-		-run '$(RELIABILITY_RUN)' ./agentd/ ./codeexec/ ./executor/ ./input/xtest/ ./cmd/agentd/ ./runner/ ./respserver/ ./console/ ./cmd/agentctl/ ./browser/ ./browserrpc/ > $(BIN)/reliability.log 2>&1; \
+		-run '$(RELIABILITY_RUN)' ./agentd/ ./agentd/codeexec/ ./agentd/executor/ ./agentd/input/xtest/ ./cmd/agentd/ ./runner/ ./respserver/ ./console/ ./cmd/agentctl/ ./browser/ ./browserrpc/ > $(BIN)/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |FAIL|ok|panic)|soak:' $(BIN)/reliability.log; \
 		[ $$status -eq 0 ] || { echo "make reliability: tests failed, see $(BIN)/reliability.log"; exit $$status; }
 	$(MAKE) fuzz FUZZTIME=10s

@@ -10,7 +10,7 @@ import (
 )
 
 // Browser serves the browser op family: one call of the guest's browser
-// driver (package browserrpc's Serve over a cdpbrowser.Browser).
+// driver (package browserrpc's Serve over a chromium.Browser).
 type Browser interface {
 	// Call runs member with its JSON arguments and returns the result as
 	// JSON. A *browser.BrowserError is shown to the model as it is.

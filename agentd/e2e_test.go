@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/agentd/executor"
+	"github.com/agentd-dev/agentd/agentd/input/xtest"
 	"github.com/agentd-dev/agentd/capture"
-	"github.com/agentd-dev/agentd/executor"
 	"github.com/agentd-dev/agentd/guest"
-	"github.com/agentd-dev/agentd/input/xtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/render"

@@ -29,8 +29,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/codeexec"
-	"github.com/agentd-dev/agentd/executor"
+	"github.com/agentd-dev/agentd/agentd/codeexec"
+	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )

@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/agentd-dev/agentd/codeexec"
+	"github.com/agentd-dev/agentd/agentd/codeexec"
 )
 
 // Code-mode figure IDs.

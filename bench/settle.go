@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/executor"
+	"github.com/agentd-dev/agentd/agentd/executor"
 )
 
 // effectTimeout bounds the wait for a screenshot that shows a click.

@@ -9,7 +9,7 @@ packages=(
   libxinerama-dev libxrandr-dev libxfixes-dev
   # a display and the exercise desktop
   xvfb xauth x11-utils openbox firefox-esr mousepad xdotool
-  # the browser toolset's driver (cdpbrowser)
+  # the browser toolset's driver (chromium)
   chromium
   fonts-dejavu-core fonts-noto-cjk
   # agentctl bench peers

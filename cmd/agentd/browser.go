@@ -10,15 +10,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentd-dev/agentd/cdpbrowser"
+	"github.com/agentd-dev/agentd/agentd/chromium"
 )
 
 // startBrowser starts Chromium on the display for --browser, as name when
 // given (agentd as root), else as agentd's own user.
 // Its window fills the screen; its own chatter (D-Bus, GPU probes) is
 // dropped.
-func startBrowser(display string, width, height int, name string, logger *log.Logger) (*cdpbrowser.Browser, error) {
-	cfg := cdpbrowser.Config{Display: display, Width: width, Height: height}
+func startBrowser(display string, width, height int, name string, logger *log.Logger) (*chromium.Browser, error) {
+	cfg := chromium.Config{Display: display, Width: width, Height: height}
 	if name != "" {
 		u, err := user.Lookup(name)
 		if err != nil {
@@ -29,11 +29,11 @@ func startBrowser(display string, width, height int, name string, logger *log.Lo
 		if err1 != nil || err2 != nil || uid == 0 {
 			return nil, fmt.Errorf("--browser-user %s: not a usable non-root account", name)
 		}
-		cfg.User = &cdpbrowser.Account{UID: uint32(uid), GID: uint32(gid)}
+		cfg.User = &chromium.Account{UID: uint32(uid), GID: uint32(gid)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := cdpbrowser.Start(ctx, cfg)
+	b, err := chromium.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

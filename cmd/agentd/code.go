@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentd-dev/agentd/codeexec"
+	"github.com/agentd-dev/agentd/agentd/codeexec"
 )
 
 // startCode sets up --code. The workers run as agentd's own user (nobody

@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/agentd"
+	"github.com/agentd-dev/agentd/agentd/codeexec"
+	"github.com/agentd-dev/agentd/agentd/executor"
+	"github.com/agentd-dev/agentd/agentd/input/xtest"
 	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/capture"
-	"github.com/agentd-dev/agentd/codeexec"
-	"github.com/agentd-dev/agentd/executor"
-	"github.com/agentd-dev/agentd/input/xtest"
 	"github.com/agentd-dev/agentd/render"
 	"github.com/agentd-dev/agentd/wire"
 )

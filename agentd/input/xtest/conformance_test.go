@@ -11,8 +11,8 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 
-	"github.com/agentd-dev/agentd/input"
-	"github.com/agentd-dev/agentd/input/inputtest"
+	"github.com/agentd-dev/agentd/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/input/inputtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 )

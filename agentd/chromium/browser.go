@@ -1,4 +1,4 @@
-package cdpbrowser
+package chromium
 
 import (
 	"context"
@@ -79,7 +79,7 @@ type tab struct {
 // the driver. ctx bounds only the start; Close stops the browser.
 func Start(ctx context.Context, cfg Config) (*Browser, error) {
 	if cfg.Display == "" {
-		return nil, errors.New("cdpbrowser: no display")
+		return nil, errors.New("chromium: no display")
 	}
 	if cfg.Exec == "" {
 		cfg.Exec = "chromium"
@@ -88,11 +88,11 @@ func Start(ctx context.Context, cfg Config) (*Browser, error) {
 		cfg.Width, cfg.Height = 1280, 800
 	}
 	if cfg.User == nil && os.Geteuid() == 0 {
-		return nil, errors.New("cdpbrowser: refusing to run the browser as root (Chromium needs --no-sandbox for that, which is never used): give a desktop user")
+		return nil, errors.New("chromium: refusing to run the browser as root (Chromium needs --no-sandbox for that, which is never used): give a desktop user")
 	}
 	path, err := exec.LookPath(cfg.Exec)
 	if err != nil {
-		return nil, fmt.Errorf("cdpbrowser: %s not found (Debian package chromium): %w", cfg.Exec, err)
+		return nil, fmt.Errorf("chromium: %s not found (Debian package chromium): %w", cfg.Exec, err)
 	}
 	// Another user's profile goes under /tmp: agentd's own temporary
 	// directory may be private to agentd (a local guest's is).
@@ -102,12 +102,12 @@ func Start(ctx context.Context, cfg Config) (*Browser, error) {
 	}
 	dataDir, err := os.MkdirTemp(base, "agentd-chromium-")
 	if err != nil {
-		return nil, fmt.Errorf("cdpbrowser: profile directory: %w", err)
+		return nil, fmt.Errorf("chromium: profile directory: %w", err)
 	}
 	if cfg.User != nil {
 		if err := os.Chown(dataDir, int(cfg.User.UID), int(cfg.User.GID)); err != nil {
 			os.RemoveAll(dataDir)
-			return nil, fmt.Errorf("cdpbrowser: profile directory: %w", err)
+			return nil, fmt.Errorf("chromium: profile directory: %w", err)
 		}
 	}
 	out := cfg.Output
@@ -172,14 +172,14 @@ func Start(ctx context.Context, cfg Config) (*Browser, error) {
 	}
 	if err != nil {
 		b.Close()
-		return nil, fmt.Errorf("cdpbrowser: start %s: %w", cfg.Exec, err)
+		return nil, fmt.Errorf("chromium: start %s: %w", cfg.Exec, err)
 	}
 	t := chromedp.FromContext(browserCtx).Target
 	first := &tab{id: b.newTabID(), target: t.TargetID, ctx: browserCtx}
 	b.tabs, b.active = []*tab{first}, first
 	if err := b.startPolicy(ctx); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("cdpbrowser: %w", err)
+		return nil, fmt.Errorf("chromium: %w", err)
 	}
 	return b, nil
 }
@@ -213,14 +213,14 @@ func xauthorityFor(path, dataDir string, u *Account) (string, error) {
 	}
 	cookie, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("cdpbrowser: X cookie: %w", err)
+		return "", fmt.Errorf("chromium: X cookie: %w", err)
 	}
 	copyPath := filepath.Join(dataDir, "Xauthority")
 	if err := os.WriteFile(copyPath, cookie, 0o600); err != nil {
-		return "", fmt.Errorf("cdpbrowser: X cookie: %w", err)
+		return "", fmt.Errorf("chromium: X cookie: %w", err)
 	}
 	if err := os.Chown(copyPath, int(u.UID), int(u.GID)); err != nil {
-		return "", fmt.Errorf("cdpbrowser: X cookie: %w", err)
+		return "", fmt.Errorf("chromium: X cookie: %w", err)
 	}
 	return copyPath, nil
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/input"
 )
 
 // fakeClock advances only when slept on, so waits run instantly.

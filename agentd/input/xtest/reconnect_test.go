@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/executor"
-	"github.com/agentd-dev/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/executor"
+	"github.com/agentd-dev/agentd/agentd/input"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 )

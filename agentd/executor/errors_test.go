@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/input"
 )
 
 // TestPublicMessages: what Do's errors offer a client says what failed and

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/input"
 )
 
 // FrameHasher hashes the current screen contents; the daemon provides it from

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/executor"
+	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd-dev/agentd/input"
-	"github.com/agentd-dev/agentd/input/inputtest"
+	"github.com/agentd-dev/agentd/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/input/inputtest"
 )
 
 // TestFakeConformance: the recording fake keeps the Device contract as the

@@ -15,8 +15,8 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/executor"
-	"github.com/agentd-dev/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/executor"
+	"github.com/agentd-dev/agentd/agentd/input"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/input"
 )
 
 // Display is what a device's display shows, as the suite asks it.

@@ -1,4 +1,4 @@
-// Package cdpbrowser is the guest's browser driver: a Chromium (Debian's
+// Package chromium is the guest's browser driver: a Chromium (Debian's
 // chromium) that agentd starts on the guest's display and drives over the
 // Chrome DevTools protocol, implementing the browser package's driver roles.
 //
@@ -21,4 +21,4 @@
 // invalidates them all, and every action re-checks its ref against the
 // current document before it acts (a stale or replaced control is a
 // *browser.BrowserError and nothing is done).
-package cdpbrowser
+package chromium

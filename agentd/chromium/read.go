@@ -1,4 +1,4 @@
-package cdpbrowser
+package chromium
 
 import (
 	"context"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/codeexec"
+	"github.com/agentd-dev/agentd/agentd/codeexec"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"

@@ -258,7 +258,7 @@ import (
 	"github.com/go-vgo/robotgo"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/input"
 )
 
 var _ input.Device = (*Device)(nil)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/input"
 )
 
 // FuzzExecute builds actions field by field, as a model might send them,

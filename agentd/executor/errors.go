@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/input"
+	"github.com/agentd-dev/agentd/agentd/input"
 )
 
 // Error is the error of a failed Do. Its message names the action and says
