@@ -52,7 +52,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved und
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzReadFrame ./agentd/codeexec/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzToScreen ./scaling/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzNew ./scaling/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzEncode ./pngenc/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzEncode ./capture/pngenc/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecodeArguments ./browser/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseJSON ./browser/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzSafeInteger ./browser/ $(FUZZTIME)

@@ -19,10 +19,10 @@ import (
 	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/agentd/input/xtest"
 	"github.com/agentd-dev/agentd/capture"
+	"github.com/agentd-dev/agentd/capture/render"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
-	"github.com/agentd-dev/agentd/render"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )

@@ -28,9 +28,9 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"golang.org/x/sys/unix"
 
+	"github.com/agentd-dev/agentd/capture/pngenc"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
-	"github.com/agentd-dev/agentd/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
 )
 

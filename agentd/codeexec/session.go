@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/agentd/executor"
-	"github.com/agentd-dev/agentd/pngenc"
+	"github.com/agentd-dev/agentd/capture/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/wire"
 )

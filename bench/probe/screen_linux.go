@@ -12,8 +12,8 @@ import (
 	"github.com/kbinani/screenshot"
 
 	"github.com/agentd-dev/agentd/capture"
-	"github.com/agentd-dev/agentd/pngenc"
-	"github.com/agentd-dev/agentd/render"
+	"github.com/agentd-dev/agentd/capture/pngenc"
+	"github.com/agentd-dev/agentd/capture/render"
 	"github.com/agentd-dev/agentd/scaling"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/agentd-dev/agentd/agentd/input/xtest"
 	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/capture"
-	"github.com/agentd-dev/agentd/render"
+	"github.com/agentd-dev/agentd/capture/render"
 	"github.com/agentd-dev/agentd/wire"
 )
 

@@ -28,8 +28,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd-dev/agentd/capture/pngenc"
 	"github.com/agentd-dev/agentd/internal/testimage"
-	"github.com/agentd-dev/agentd/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
 )
 

@@ -41,7 +41,7 @@ import (
 //
 // Measured on realistic desktop content (testimage.Desktop; the 1280×800
 // image is the 1440×900 one as the model sees it after scaling) with
-// go test -run '^$' -bench PNG -benchmem -count 5 -cpu 1,2 ./pngenc/ on
+// go test -run '^$' -bench PNG -benchmem -count 5 -cpu 1,2 ./capture/pngenc/ on
 // the shared 2-core machine, medians of wall and CPU time per op and size
 // (BenchmarkPNG; "old" is the previous encoder: Up on every row, each row
 // converted to RGB and filtered byte by byte, one zlib stream):

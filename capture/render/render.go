@@ -8,7 +8,7 @@ import (
 	"image"
 	"io"
 
-	"github.com/agentd-dev/agentd/pngenc"
+	"github.com/agentd-dev/agentd/capture/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
