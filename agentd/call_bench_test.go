@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/computer"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // BenchmarkComputerCall5 times one computer call of 5 actions and its

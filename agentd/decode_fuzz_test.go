@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/agentd-dev/agentd/wire"
+	"github.com/agentd-dev/agentd/actions/wire"
 )
 
 // FuzzDecodeRequest: no message makes the decoder panic, and every request

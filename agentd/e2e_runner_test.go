@@ -14,11 +14,11 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // TestE2ERunnerDrivesRealDesktop is the whole chain: a scripted model

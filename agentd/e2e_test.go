@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/agentd/input/xtest"
 	"github.com/agentd-dev/agentd/capture"
@@ -24,7 +25,6 @@ import (
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // desktop is agentd serving a real Xvfb, with an event recorder covering

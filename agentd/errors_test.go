@@ -11,8 +11,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/executor"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // secret is the kind of detail a device or the capture reports: display

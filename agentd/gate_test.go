@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/computer"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // TestGatedBatchAsksImmediatelyBeforeEachStep: the guest client's Run is one

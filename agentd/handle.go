@@ -9,9 +9,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // handle runs one request to its single reply.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/wire"
+	"github.com/agentd-dev/agentd/actions/wire"
 )
 
 // lease is a person's hold on the desktop (the operator role, wire

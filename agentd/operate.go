@@ -12,9 +12,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/codeexec"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // operators counts the operator connections (wire.OperatePath).

@@ -11,8 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // watchers counts and waits for the watch connections (wire.WatchPath).

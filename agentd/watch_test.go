@@ -11,9 +11,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 func watch(t *testing.T, d *desktop, opts guest.WatchOptions) *guest.Watcher {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/browserrpc"
 	"github.com/agentd-dev/agentd/browser"
-	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/bench/probe"
 	"github.com/agentd-dev/agentd/guest"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 var (

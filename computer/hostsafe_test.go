@@ -14,7 +14,7 @@ var hostPackages = []string{
 	"github.com/agentd-dev/agentd/computer",
 	"github.com/agentd-dev/agentd/actions",
 	"github.com/agentd-dev/agentd/guest",
-	"github.com/agentd-dev/agentd/wire",
+	"github.com/agentd-dev/agentd/actions/wire",
 }
 
 // TestHostPackagesNeedNoCgo: importing the runner pulls in no cgo and no

@@ -11,9 +11,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // takeoverBy names the console's person in agentd's lease and the record.

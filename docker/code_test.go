@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/exercise"
 	"github.com/agentd-dev/agentd/guest"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // TestCodeExerciseRunsInContainer is 'agentctl exercise --guest docker

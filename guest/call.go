@@ -10,8 +10,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/computer"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // writeTimeout bounds one request write: agentd reads continuously, so a

@@ -3,7 +3,7 @@ package guest
 import (
 	"testing"
 
-	"github.com/agentd-dev/agentd/wire"
+	"github.com/agentd-dev/agentd/actions/wire"
 )
 
 // FuzzParseServerMessage: nothing agentd (or whatever answers in its place)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/agentd-dev/agentd/wire"
+	"github.com/agentd-dev/agentd/actions/wire"
 )
 
 // Exec runs Python code in the session's code worker (agentd --code), in the

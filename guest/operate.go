@@ -12,8 +12,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/computer"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 var _ computer.Watched = (*Client)(nil)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/agentd-dev/agentd/wire"
+	"github.com/agentd-dev/agentd/actions/wire"
 )
 
 // WatchOptions choose a watcher's frames; zero values take agentd's

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentd-dev/agentd/browserrpc"
+	"github.com/agentd-dev/agentd/actions/browserrpc"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/healthz"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/computer"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // CodeToolName is the function tool of code mode (docs/design.md, "Code-execution mode").

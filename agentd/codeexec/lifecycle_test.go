@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // TestDeadlineKillsReleasesAndStartsFresh: a deadline stops a busy loop,

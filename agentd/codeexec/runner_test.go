@@ -12,10 +12,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 func codeCall(code string) respserver.Item {

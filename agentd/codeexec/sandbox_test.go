@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/codeexec"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/local"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // vmHWM is a process's peak resident set, in bytes.

@@ -14,10 +14,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/capture/pngenc"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // Session is the code session of one controller session.

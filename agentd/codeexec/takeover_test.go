@@ -13,11 +13,11 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // codeRow is the row the model's code moves the pointer along in these

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd-dev/agentd/wire"
+	"github.com/agentd-dev/agentd/actions/wire"
 )
 
 func init() {

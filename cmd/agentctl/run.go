@@ -14,13 +14,13 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/console"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 func init() { register("run", "run a task on a guest with the OpenAI computer tool", runRun) }

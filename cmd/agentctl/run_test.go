@@ -15,11 +15,11 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/scaling"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 const secretKey = "sk-proj-SECRET-never-in-records"

@@ -8,8 +8,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/agentd-dev/agentd/actions/browserrpc"
 	"github.com/agentd-dev/agentd/browser"
-	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/browsertool"
 	"github.com/agentd-dev/agentd/runner"
 )

@@ -8,9 +8,9 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // codeConn is what code mode needs of a guest connection besides guestConn.

@@ -17,14 +17,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions/browserrpc"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd"
 	"github.com/agentd-dev/agentd/agentd/codeexec"
 	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/agentd/input/xtest"
-	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/capture"
 	"github.com/agentd-dev/agentd/capture/render"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 func main() {

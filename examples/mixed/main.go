@@ -19,9 +19,9 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/wire"
 )
 
 // pickupArgs are the function's arguments; their strict schema is derived

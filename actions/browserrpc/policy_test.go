@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions/browserrpc"
 	"github.com/agentd-dev/agentd/browser"
-	"github.com/agentd-dev/agentd/browserrpc"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 )
 
