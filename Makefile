@@ -24,7 +24,7 @@ build: deps ## Build agentd and its bench probe (cgo, X11) and agentctl (pure Go
 
 .PHONY: test
 test: build ## Run every test (unit and integration on a private Xvfb) with -race.
-	CGO_ENABLED=0 $(GO) build ./actions/... ./computer/... ./agentd/executor/... ./agentd/input/... ./guest/... ./runner/... ./scaling/... ./actions/wire/... ./cmd/agentctl/... ./examples/...
+	CGO_ENABLED=0 $(GO) build ./actions/... ./runner/computer/... ./agentd/executor/... ./agentd/input/... ./guest/... ./runner/... ./scaling/... ./actions/wire/... ./cmd/agentctl/... ./examples/...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/agentctl # the host side on a Mac with Apple silicon
 	$(GO) vet ./...
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_T) ./...
@@ -53,10 +53,10 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved und
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzToScreen ./scaling/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzNew ./scaling/ $(FUZZTIME)
 	GO=$(GO) ./scripts/fuzz-one.sh FuzzEncode ./capture/pngenc/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecodeArguments ./browser/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseJSON ./browser/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzSafeInteger ./browser/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzReportedURL ./browser/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecodeArguments ./runner/browser/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseJSON ./runner/browser/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzSafeInteger ./runner/browser/ $(FUZZTIME)
+	GO=$(GO) ./scripts/fuzz-one.sh FuzzReportedURL ./runner/browser/ $(FUZZTIME)
 
 # The fault, attack and soak tests `make reliability` runs (with -race, on
 # private Xvfb displays), and the soak's length: SOAK screenshots and SOAK
@@ -67,7 +67,7 @@ SOAK ?= 100
 .PHONY: reliability
 reliability: build ## Run the fault, security and soak tests (SOAK=N), then every fuzz target for 10s.
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) AGENTD_SOAK=$(SOAK) $(GO) test $(GOFLAGS_T) -timeout 30m -v \
-		-run '$(RELIABILITY_RUN)' ./agentd/ ./agentd/codeexec/ ./agentd/executor/ ./agentd/input/xtest/ ./cmd/agentd/ ./runner/ ./respserver/ ./console/ ./cmd/agentctl/ ./browser/ ./actions/browserrpc/ > $(BIN)/reliability.log 2>&1; \
+		-run '$(RELIABILITY_RUN)' ./agentd/ ./agentd/codeexec/ ./agentd/executor/ ./agentd/input/xtest/ ./cmd/agentd/ ./runner/ ./respserver/ ./console/ ./cmd/agentctl/ ./runner/browser/ ./actions/browserrpc/ > $(BIN)/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |FAIL|ok|panic)|soak:' $(BIN)/reliability.log; \
 		[ $$status -eq 0 ] || { echo "make reliability: tests failed, see $(BIN)/reliability.log"; exit $$status; }
 	$(MAKE) fuzz FUZZTIME=10s

@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/runner/computer"
 )
 
 // TestGatedBatchAsksImmediatelyBeforeEachStep: the guest client's Run is one

@@ -11,9 +11,9 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/runner/computer"
 )
 
 func (f *fixture) operate(t *testing.T) *guest.Operator {

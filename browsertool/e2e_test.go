@@ -12,12 +12,12 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/browsertool"
 	"github.com/agentd-dev/agentd/exercise"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // fcall is a function call item with call_id "call_<id>".

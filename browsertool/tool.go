@@ -14,8 +14,8 @@ import (
 
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // Tool is a BrowserToolset as a runner.Tool. It never closes the toolset.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/computer"
 	"github.com/agentd-dev/agentd/scaling"
 )
 

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/browsertool"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // browserRefs are the refs the browser-mode model uses: the guest's

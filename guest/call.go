@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/runner/computer"
 )
 
 // writeTimeout bounds one request write: agentd reads continuously, so a

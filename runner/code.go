@@ -14,7 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/runner/computer"
 )
 
 // CodeToolName is the function tool of code mode (docs/design.md, "Code-execution mode").

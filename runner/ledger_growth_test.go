@@ -17,8 +17,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner/ledger"
 )
 
 // timedLedger times every Save of the file ledger, by the checkpoint's step.

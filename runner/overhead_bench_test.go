@@ -13,9 +13,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/internal/bareloop"
 	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner/computer"
 	"github.com/agentd-dev/agentd/scaling"
 )
 

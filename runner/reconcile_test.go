@@ -14,8 +14,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/runner/ledger"
 	"github.com/agentd-dev/agentd/scaling"
 )
 

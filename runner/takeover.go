@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/runner/computer"
 )
 
 // EventTakeover: a person holds the desktop (Takeover). It comes twice for

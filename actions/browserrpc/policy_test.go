@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions/browserrpc"
-	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/internal/browsertest"
+	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // recorder is a loopback server that records every request it receives:

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/computer"
+	"github.com/agentd-dev/agentd/runner/computer"
 )
 
 // The operator role: a person driving the desktop in place of the model

@@ -16,8 +16,8 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/randhex"
-	"github.com/agentd-dev/agentd/mcpserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/mcpserver"
 )
 
 func init() {

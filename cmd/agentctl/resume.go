@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/agentd-dev/agentd/internal/statedir"
-	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/ledger"
 )
 
 // ledgerDir is where the run id keeps its checkpoints: outside its record,

@@ -19,8 +19,8 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/randhex"
-	"github.com/agentd-dev/agentd/ledger"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/ledger"
 )
 
 func init() { register("run", "run a task on a guest with the OpenAI computer tool", runRun) }

@@ -9,9 +9,9 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agentd-dev/agentd/actions/browserrpc"
-	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/browsertool"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // browserConn is what browser mode needs of a guest connection.

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/browser"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // Browser mode against the real agentd --browser: the model navigates to

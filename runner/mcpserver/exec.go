@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/computer"
 )
 
 // execTool declares exec_py: Python in the guest's code worker, its

@@ -9,9 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/computer"
 )
 
 // heldText starts every result of a call refused because a person holds

@@ -7,7 +7,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/agentd-dev/agentd/browser"
+	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // formDriver is a driver that can read the page and fill a form.

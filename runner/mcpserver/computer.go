@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/computer"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/computer"
 )
 
 // ComputerToolName is the MCP tool of the desktop.

@@ -11,7 +11,7 @@ import (
 // runner, this contract, the action schema, and agentd's client.
 var hostPackages = []string{
 	"github.com/agentd-dev/agentd/runner",
-	"github.com/agentd-dev/agentd/computer",
+	"github.com/agentd-dev/agentd/runner/computer",
 	"github.com/agentd-dev/agentd/actions",
 	"github.com/agentd-dev/agentd/guest",
 	"github.com/agentd-dev/agentd/actions/wire",
