@@ -13,7 +13,7 @@ help: ## Show the targets and what they do.
 
 .PHONY: deps
 deps: ## Install the Debian packages and Go modules the build, tests and exercise need.
-	./scripts/install-deps.sh
+	./tools/scripts/install-deps.sh
 
 .PHONY: build
 build: deps ## Build agentd and its bench probe (cgo, X11) and agentctl (pure Go) into ./bin.
@@ -43,20 +43,20 @@ bench-go: build ## Run the Go micro-benchmarks (capture, encode, scale, input, e
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved under testdata/fuzz and fails.
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecode ./actions/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzExecute ./agentd/executor/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseKey ./actions/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzKeysym ./agentd/input/xtest/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecodeRequest ./agentd/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseServerMessage ./guest/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzReadFrame ./agentd/codeexec/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzToScreen ./scaling/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzNew ./scaling/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzEncode ./capture/pngenc/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzDecodeArguments ./runner/browser/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzParseJSON ./runner/browser/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzSafeInteger ./runner/browser/ $(FUZZTIME)
-	GO=$(GO) ./scripts/fuzz-one.sh FuzzReportedURL ./runner/browser/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzDecode ./actions/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzExecute ./agentd/executor/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzParseKey ./actions/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzKeysym ./agentd/input/xtest/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzDecodeRequest ./agentd/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzParseServerMessage ./guest/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzReadFrame ./agentd/codeexec/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzToScreen ./scaling/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzNew ./scaling/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzEncode ./capture/pngenc/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzDecodeArguments ./runner/browser/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzParseJSON ./runner/browser/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzSafeInteger ./runner/browser/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzReportedURL ./runner/browser/ $(FUZZTIME)
 
 # The fault, attack and soak tests `make reliability` runs (with -race, on
 # private Xvfb displays), and the soak's length: SOAK screenshots and SOAK
@@ -67,7 +67,7 @@ SOAK ?= 100
 .PHONY: reliability
 reliability: build ## Run the fault, security and soak tests (SOAK=N), then every fuzz target for 10s.
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) AGENTD_SOAK=$(SOAK) $(GO) test $(GOFLAGS_T) -timeout 30m -v \
-		-run '$(RELIABILITY_RUN)' ./agentd/ ./agentd/codeexec/ ./agentd/executor/ ./agentd/input/xtest/ ./cmd/agentd/ ./runner/ ./respserver/ ./console/ ./cmd/agentctl/ ./runner/browser/ ./actions/browserrpc/ > $(BIN)/reliability.log 2>&1; \
+		-run '$(RELIABILITY_RUN)' ./agentd/ ./agentd/codeexec/ ./agentd/executor/ ./agentd/input/xtest/ ./cmd/agentd/ ./runner/ ./tools/respserver/ ./console/ ./cmd/agentctl/ ./runner/browser/ ./actions/browserrpc/ > $(BIN)/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |FAIL|ok|panic)|soak:' $(BIN)/reliability.log; \
 		[ $$status -eq 0 ] || { echo "make reliability: tests failed, see $(BIN)/reliability.log"; exit $$status; }
 	$(MAKE) fuzz FUZZTIME=10s
@@ -96,11 +96,11 @@ CROSS_TRIPLE_amd64 := x86_64-linux-gnu
 # pickup-form, the exercise's form server, is pure Go.
 cross_agentd = mkdir -p $(BIN) && CGO_ENABLED=1 GOOS=linux GOARCH=$(1) CC=$(CROSS_TRIPLE_$(1))-gcc \
 	$(GO) build -trimpath -o $(BIN)/agentd-linux-$(1) ./cmd/agentd && \
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -o $(BIN)/pickup-form-linux-$(1) ./exercise/cmd/pickup-form
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -o $(BIN)/pickup-form-linux-$(1) ./tools/exercise/cmd/pickup-form
 
 .PHONY: cross-deps
 cross-deps: ## Install the cross compilers, arm64/amd64 X11 libraries (multiarch) and qemu-user.
-	./scripts/cross-deps.sh
+	./tools/scripts/cross-deps.sh
 
 .PHONY: agentd-linux-arm64
 agentd-linux-arm64: ## Cross-compile agentd (cgo) and pickup-form for linux/arm64 guests into ./bin.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // TestE2ERunnerDrivesRealDesktop is the whole chain: a scripted model

@@ -13,11 +13,11 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/browsertool"
-	"github.com/agentd-dev/agentd/exercise"
 	"github.com/agentd-dev/agentd/internal/browsertest"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/tools/exercise"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // fcall is a function call item with call_id "call_<id>".

@@ -28,8 +28,8 @@ import (
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // headless starts Debian's chromium, headless, with its sandbox kept: as

@@ -26,8 +26,8 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // Take over and hand back in a real browser, on a real agentd, with a

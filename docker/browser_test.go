@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise"
+	"github.com/agentd-dev/agentd/tools/exercise"
 	"github.com/moby/moby/client"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/exercise"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/tools/exercise"
 )
 
 // TestCodeExerciseRunsInContainer is 'agentctl exercise --guest docker

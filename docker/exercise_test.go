@@ -12,8 +12,8 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/agentd-dev/agentd/exercise"
 	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/tools/exercise"
 )
 
 // TestExerciseRunsInContainer is 'agentctl exercise --guest docker': the

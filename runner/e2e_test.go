@@ -21,8 +21,8 @@ import (
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 const e2eToken = "runner-e2e-token-0123456789abcdef"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/ledger"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // The first request of a resumed run names the response it continues from,

@@ -8,8 +8,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // Step through a run and stop before a call the caller does not want: the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // attemptTimeout bounds each HTTP attempt; the slow turn holds its answer

@@ -13,8 +13,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 type pickupArgs struct {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // TestIterateStopReachesNoDesktop: on a real desktop (agentd on Xvfb, an X

@@ -11,7 +11,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // countingNamed is a function tool of the given name that counts its runs.

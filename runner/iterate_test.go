@@ -13,8 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/ledger"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // modes are the two ways a run reads its responses.

@@ -17,8 +17,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/ledger"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // timedLedger times every Save of the file ledger, by the checkpoint's step.

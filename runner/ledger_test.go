@@ -8,8 +8,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/ledger"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // crashLedger saves checkpoints into a real file ledger and, at checkpoint

@@ -7,7 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // A local-history run (store false) of several local steps re-sends the whole

@@ -14,9 +14,9 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/internal/bareloop"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/computer"
 	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // benchSteps is how many calls of three moves one benchmark run makes,

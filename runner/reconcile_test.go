@@ -14,9 +14,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/ledger"
 	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // A response with two computer calls, the second carrying a safety check:

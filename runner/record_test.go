@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
-	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 func TestRecord(t *testing.T) {

@@ -13,9 +13,9 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/computer"
 	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 func TestUnclaimedItemStopsTheRun(t *testing.T) {

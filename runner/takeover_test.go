@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/computer"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // overseen is a driver a person takes over once, just before action

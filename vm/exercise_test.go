@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/tools/exercise/desktop"
 )
 
 // withoutReady is a desktop whose readiness is not checked: the fake

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/internal/randhex"
+	"github.com/agentd-dev/agentd/tools/exercise/desktop"
 )
 
 // provisionImage is the Debian base the test starts from

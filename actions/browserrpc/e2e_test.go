@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise"
-	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/tools/exercise"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
 // startGuestBrowser is the guest's Chromium driver as the host sees it.

@@ -14,12 +14,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd-dev/agentd/exercise"
-	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/tools/exercise"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
 // start runs a Chromium on a private Xvfb for one test. As root, the

@@ -14,8 +14,8 @@ import (
 
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 func codeCall(code string) respserver.Item {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/agentd-dev/agentd/bench"
 	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/tools/bench"
 )
 
 func init() {

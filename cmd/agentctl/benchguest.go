@@ -12,10 +12,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentd-dev/agentd/bench"
 	"github.com/agentd-dev/agentd/docker"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/tools/bench"
 )
 
 // benchGuestStart is 'agentctl bench --guest-start': measureGuestStart

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
-	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/tools/exercise"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // exerciseComputerScript is the exercise's script as `agentctl run` can

@@ -16,7 +16,7 @@ import (
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
-	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 const crashToken = "crash-test-token-0123456789abcdef"

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/agentd-dev/agentd/exercise"
-	exdesktop "github.com/agentd-dev/agentd/exercise/desktop"
 	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/tools/exercise"
+	exdesktop "github.com/agentd-dev/agentd/tools/exercise/desktop"
 )
 
 func init() {

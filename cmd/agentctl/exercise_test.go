@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
-	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/tools/exercise"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // Without OPENAI_API_KEY, --live fails before a guest starts: the key is

@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/randhex"
-	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // assertPrivate checks every file under root, byte for byte, for each

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/internal/browsertest"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // Browser mode against the real agentd --browser: the model navigates to

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/respserver"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // watchWriter is a buffer that closes seen once its text holds want.

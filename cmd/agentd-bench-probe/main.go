@@ -20,7 +20,7 @@ import (
 
 	"github.com/go-vgo/robotgo"
 
-	"github.com/agentd-dev/agentd/bench/probe"
+	"github.com/agentd-dev/agentd/tools/bench/probe"
 )
 
 func main() {

@@ -15,8 +15,8 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner/computer"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // Turns is the scripted model both measure with: a screenshot, steps calls

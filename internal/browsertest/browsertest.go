@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
 const token = "browser-test-token-0123456789abcdef"

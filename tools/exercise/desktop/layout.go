@@ -1,6 +1,6 @@
 package desktop
 
-import "github.com/agentd-dev/agentd/exercise/form"
+import "github.com/agentd-dev/agentd/tools/exercise/form"
 
 // The exercise desktop's geometry, in screen pixels. The window manager
 // places the windows by these constants, the form page (exercise/form) is

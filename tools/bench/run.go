@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd-dev/agentd/bench/probe"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/tools/bench/probe"
 
 	// The bench's guest is a local one.
 	_ "github.com/agentd-dev/agentd/local"

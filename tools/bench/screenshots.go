@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/bench/probe"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/tools/bench/probe"
 )
 
 var (

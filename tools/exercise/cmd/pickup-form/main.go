@@ -18,7 +18,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/agentd-dev/agentd/exercise/form"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
 func main() {

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise/desktop"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/tools/exercise/desktop"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // CodeScript is the scripted model of code mode: the same task in Python

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentd-dev/agentd/bench/probe"
+	"github.com/agentd-dev/agentd/tools/bench/probe"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100

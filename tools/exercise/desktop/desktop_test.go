@@ -17,9 +17,9 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"

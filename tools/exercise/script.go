@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/agentd-dev/agentd/exercise/desktop"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/tools/exercise/desktop"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // The values the scripted model enters; Verify checks the desktop for them.

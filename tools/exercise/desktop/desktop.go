@@ -19,9 +19,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/local"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
 // Window classes the applications are started with (WM_CLASS class), by

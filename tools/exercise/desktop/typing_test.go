@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/internal/prereq"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"

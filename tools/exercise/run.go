@@ -23,12 +23,12 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/exercise/desktop"
-	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/tools/exercise/desktop"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // RunConfig configures Run.

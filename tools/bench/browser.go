@@ -14,10 +14,10 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/browserrpc"
-	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
 // Browser figure IDs.

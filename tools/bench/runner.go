@@ -12,9 +12,9 @@ import (
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/internal/bareloop"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/computer"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 const (

@@ -8,9 +8,9 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/agentd-dev/agentd/exercise/form"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/local"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
 // Apps is the exercise desktop as a guest's desktop ("exercise"): on a

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/exercise/form"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
 func TestVerify(t *testing.T) {

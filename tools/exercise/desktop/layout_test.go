@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd-dev/agentd/exercise/form"
+	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
 // TestCheckPage checks the report of a page laid out by the form's own

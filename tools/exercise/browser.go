@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/browsertool"
-	"github.com/agentd-dev/agentd/respserver"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // browserRefs are the refs the browser-mode model uses: the guest's
