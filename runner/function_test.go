@@ -13,7 +13,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -281,7 +280,9 @@ func TestFunctionNamesMustNotCollide(t *testing.T) {
 		}
 		return f
 	}
-	readPage := browser.FunctionTool(browser.ReadPage)
+	// The browser toolset's read_page, by name: runner/browser imports the
+	// runner, so this package's tests cannot import it.
+	readPage := responses.FunctionToolParam{Name: "read_page"}
 	browserTools := declared{{OfFunction: &readPage}}
 	for _, tc := range []struct {
 		name  string

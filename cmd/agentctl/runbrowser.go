@@ -9,7 +9,6 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agentd-dev/agentd/actions/browserrpc"
-	"github.com/agentd-dev/agentd/browsertool"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/browser"
 )
@@ -55,7 +54,7 @@ func runBrowser(ctx context.Context, conn guestConn, origins []string, ask asker
 	if err := d.SetAllowedOrigins(ctx, origins); err != nil {
 		return nil, fmt.Errorf("the guest's browser cannot enforce --allow-origin (is its agentd older than agentctl?): %w", err)
 	}
-	opts.Tools = append(opts.Tools, browsertool.New(ts))
+	opts.Tools = append(opts.Tools, browser.NewTool(ts))
 	return runner.NewRunner(openai.NewClient()).Run(ctx, opts)
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd-dev/agentd/browsertool"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/tools/respserver"
@@ -114,7 +113,7 @@ func driveBrowser(ctx context.Context, addr, tokenFile, formURL string, out io.W
 		Model:    "computer-use-exercise-browser",
 		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile.",
 		MaxSteps: len(turns) + 1,
-		Tools:    []runner.Tool{browsertool.New(ts)},
+		Tools:    []runner.Tool{browser.NewTool(ts)},
 		CallOptions: runner.CallOptions{OnEvent: func(ev runner.Event) {
 			record.Event(ev)
 			if steps.observe(ev, rep, out) {

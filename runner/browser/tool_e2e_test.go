@@ -1,4 +1,4 @@
-package browsertool_test
+package browser_test
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/browsertool"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/browser"
@@ -37,7 +36,7 @@ func fcall(id, name string, args map[string]any) respserver.Item {
 var formRefs = map[string]string{"Name": "e1", "Date (YYYY-MM-DD)": "e2", "Pickup slot": "e3", "Fragile": "e4", "Submit": "e5"}
 
 // TestRunnerDrivesGuestBrowser is the whole chain: a scripted model through
-// the real openai-go SDK → runner → browsertool → BrowserToolset → guest
+// the real openai-go SDK → runner → browser.Tool → BrowserToolset → guest
 // client → agentd's websocket → Chromium on Xvfb → the form's server. The
 // model reads the page, fills the form in one response and submits it;
 // hover is confirmed with the string "true" and so refused; a lookalike
@@ -94,7 +93,7 @@ func TestRunnerDrivesGuestBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := runner.NewRunner(api).Run(ctx, runner.RunOptions{Model: "test", Input: "Book the pickup", MaxSteps: 10,
-		Tools: []runner.Tool{browsertool.New(ts)}})
+		Tools: []runner.Tool{browser.NewTool(ts)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,4 @@
-// Package browsertool plugs a browser.BrowserToolset into the runner as
-// one runner.Tool: its members are the run's function tools, and the
-// browser calls of each response run as one browser batch, so the
-// toolset's rules about a response hold in a run (an invalid call runs
-// nothing of the response; a generic failure skips the response's
-// remaining browser calls). Consent is the toolset's own (confirm, the URL
-// policy), asked call by call as the batch runs.
-package browsertool
+package browser
 
 import (
 	"context"
@@ -15,25 +8,29 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/runner/browser"
 )
 
-// Tool is a BrowserToolset as a runner.Tool. It never closes the toolset.
+// Tool is a BrowserToolset as one runner.Tool: its members are the run's
+// function tools, and the browser calls of each response run as one browser
+// batch, so the toolset's rules about a response hold in a run (an invalid
+// call runs nothing of the response; a generic failure skips the response's
+// remaining browser calls). Consent is the toolset's own (confirm, the URL
+// policy), asked call by call as the batch runs. It never closes the toolset.
 type Tool struct {
-	ts *browser.BrowserToolset
+	ts *BrowserToolset
 
 	mu    sync.Mutex
 	batch *batch // of the response being prepared
 }
 
-// New returns the toolset as a runner tool.
-func New(ts *browser.BrowserToolset) *Tool { return &Tool{ts: ts} }
+// NewTool returns the toolset as a runner tool.
+func NewTool(ts *BrowserToolset) *Tool { return &Tool{ts: ts} }
 
 // batch gathers one response's browser calls; the first Execute runs them
 // all and the others take their outputs.
 type batch struct {
 	step    *runner.Step
-	calls   []browser.Call
+	calls   []Call
 	ran     bool
 	outputs map[string]responses.ResponseInputItemFunctionCallOutputParam
 	err     error
@@ -60,7 +57,7 @@ func (t *Tool) Prepare(s *runner.Step, item responses.ResponseOutputItemUnion) (
 	if t.batch == nil || t.batch.step != s {
 		t.batch = &batch{step: s}
 	}
-	t.batch.calls = append(t.batch.calls, browser.CallOf(fc))
+	t.batch.calls = append(t.batch.calls, CallOf(fc))
 	return &call{t: t, b: t.batch, id: fc.CallID}, nil
 }
 
@@ -95,7 +92,7 @@ func (c *call) Execute(ctx context.Context, s *runner.Step) (responses.ResponseI
 	return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &out}, nil
 }
 
-func (b *batch) run(ctx context.Context, ts *browser.BrowserToolset, s *runner.Step) error {
+func (b *batch) run(ctx context.Context, ts *BrowserToolset, s *runner.Step) error {
 	prepared, err := ts.Prepare(b.calls)
 	if err != nil {
 		return err
@@ -106,14 +103,14 @@ func (b *batch) run(ctx context.Context, ts *browser.BrowserToolset, s *runner.S
 		// never the arguments or the page's content.
 		ev := runner.Event{Kind: runner.EventFunction, CallID: r.CallID, Duration: runner.Duration(r.Duration),
 			Function: &runner.FunctionEvent{Name: string(r.Member)}}
-		if r.Outcome != browser.OutcomeOK {
+		if r.Outcome != OutcomeOK {
 			ev.Function.Error = string(r.Outcome)
 		}
 		s.Event(ev)
 		if r.Attempted {
 			s.Attempted(r.CallID)
 		}
-		if r.Outcome != browser.OutcomeStopped && r.Attempted {
+		if r.Outcome != OutcomeStopped && r.Attempted {
 			s.Completed(r.CallID)
 		}
 	}
