@@ -1,10 +1,8 @@
 package console
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/session"
 )
 
 // A run record is read by this file for every format version agentctl has
@@ -146,64 +147,15 @@ type Takeover struct {
 	Orphaned   bool     `json:"orphaned,omitempty"`
 }
 
-// line is every field any version's line may carry.
-type line struct {
-	Kind       string          `json:"kind"`
-	Time       time.Time       `json:"time"`
-	Version    int             `json:"version"`
-	Step       int             `json:"step"`
-	MaxSteps   int             `json:"max_steps"`
-	ResponseID string          `json:"response_id"`
-	CallID     string          `json:"call_id"`
-	CallIDs    []string        `json:"call_ids"`
-	Duration   float64         `json:"duration"`
-	Usage      *Usage          `json:"usage"`
-	Message    string          `json:"message"`
-	Data       json.RawMessage `json:"data"`
-	Action     *struct {
-		Summary string  `json:"summary"`
-		Error   string  `json:"error"`
-		Path    []Point `json:"path"`
-	} `json:"action"`
-	Approval *struct {
-		Kind     string `json:"kind"`
-		Summary  string `json:"summary"`
-		Checks   []struct{ ID, Code string }
-		Approved bool   `json:"approved"`
-		Reason   string `json:"reason"`
-		By       string `json:"by"`
-	} `json:"approval"`
-	Screenshot *struct {
-		Transform struct {
-			Image struct {
-				W int `json:"width"`
-				H int `json:"height"`
-			} `json:"image"`
-		} `json:"transform"`
-		Bytes int    `json:"bytes"`
-		File  string `json:"file"`
-	} `json:"screenshot"`
-	Code     json.RawMessage `json:"code"`
-	Takeover *struct {
-		Phase    string   `json:"phase"`
-		NotRun   []string `json:"not_run"`
-		By       []string `json:"by"`
-		Actions  []string `json:"actions"`
-		More     int      `json:"more"`
-		Notes    []string `json:"notes"`
-		Orphaned bool     `json:"orphaned"`
-	} `json:"takeover"`
-	// The end line.
-	OK               bool     `json:"ok"`
-	FinalMessage     string   `json:"final_message"`
-	Error            string   `json:"error"`
-	Steps            int      `json:"steps"`
-	AttemptedCallIDs []string `json:"attempted_call_ids"`
-	CompletedCallIDs []string `json:"completed_call_ids"`
+// ApprovalBy is agentctl's note of who answered a question (kind
+// "approval_by"), written just before the runner records the answer.
+type ApprovalBy struct {
+	Approved bool   `json:"approved"`
+	By       string `json:"by"`
+	CallID   string `json:"call_id"`
+	Index    int    `json:"index"`
+	Kind     string `json:"kind"`
 }
-
-// maxLine bounds one line of a record (a long final message fits).
-const maxLine = 8 << 20
 
 // readRun reads the record in dir, the folder id of the runs folder
 // (openRecordFile: no symlink is followed).
@@ -218,16 +170,13 @@ func readRun(dir, id string) (*Run, error) {
 
 func parseRun(r io.Reader, id string) (*Run, error) {
 	run := &Run{RunSummary: RunSummary{ID: id}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var (
 		step     *Step
 		lastShot *Shot
-		n        int
 		asked    = map[string]int{}    // call id + kind → index in the step's approvals
 		by       = map[string]string{} // call id + kind → who answered (agentctl's note)
 	)
-	stepOf := func(l *line) *Step {
+	stepOf := func(l *runner.RecordLine) *Step {
 		if step == nil || (l.Step != 0 && l.Step != step.N) {
 			step = &Step{N: l.Step, Time: l.Time, Shown: lastShot}
 			run.StepList = append(run.StepList, step)
@@ -235,45 +184,32 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 		}
 		return step
 	}
-	for sc.Scan() {
-		n++
-		var l line
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			// A line cut by a crash ends the record; anything else is not a
-			// record.
-			if n == 1 {
-				return nil, fmt.Errorf("not a run record: line 1: %w", err)
-			}
-			break
-		}
+	err := runner.ReadRecord(r, func(l *runner.RecordLine) error {
 		switch l.Kind {
 		case "record":
 			run.Version = l.Version
 		case "start":
-			var start struct {
-				Task     string `json:"task"`
-				Model    string `json:"model"`
-				MaxSteps int    `json:"max_steps"`
+			if start := session.ReadConfig(l); start != nil {
+				run.Task, run.Model, run.MaxSteps = start.Task, start.Model, start.MaxSteps
 			}
-			_ = json.Unmarshal(l.Data, &start)
-			run.Task, run.Model, run.MaxSteps, run.Start = start.Task, start.Model, start.MaxSteps, l.Time
-		case "request":
+			run.Start = l.Time
+		case runner.EventRequest:
 			if run.Start.IsZero() {
 				run.Start = l.Time
 			}
-			st := stepOf(&l)
+			st := stepOf(l)
 			if l.MaxSteps > 0 {
 				run.MaxSteps = l.MaxSteps
 			}
 			st.Time = l.Time
-		case "response":
-			st := stepOf(&l)
-			st.ResponseS, st.Usage, st.ResponseID, st.CallIDs = l.Duration, l.Usage, l.ResponseID, l.CallIDs
-		case "approval_asked", "approval_answered":
+		case runner.EventResponse:
+			st := stepOf(l)
+			st.ResponseS, st.Usage, st.ResponseID, st.CallIDs = seconds(l.Duration), usageOf(l.Usage), l.ResponseID, l.CallIDs
+		case runner.EventApprovalAsked, runner.EventApprovalAnswered:
 			if l.Approval == nil {
-				continue
+				return nil
 			}
-			st := stepOf(&l)
+			st := stepOf(l)
 			key := l.CallID + "\x00" + l.Approval.Kind + "\x00" + l.Approval.Summary
 			i, ok := asked[key]
 			if !ok || st.Approvals[i].Answered {
@@ -285,31 +221,30 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 				i = len(st.Approvals) - 1
 				asked[key] = i
 			}
-			if l.Kind == "approval_answered" {
+			if l.Kind == runner.EventApprovalAnswered {
 				a := &st.Approvals[i]
-				a.Answered, a.Approved, a.Reason, a.By = true, l.Approval.Approved, l.Approval.Reason, l.Approval.By
-				if who := by[l.CallID+"\x00"+l.Approval.Kind]; who != "" && a.By == "" {
-					a.By = who
-				}
+				a.Answered, a.Approved, a.Reason, a.By = true, l.Approval.Approved, l.Approval.Reason, by[l.CallID+"\x00"+l.Approval.Kind]
 			}
-		case "action":
+		case runner.EventAction:
 			if l.Action == nil {
-				continue
+				return nil
 			}
-			st := stepOf(&l)
+			st := stepOf(l)
 			m := markOf(l.Action.Summary)
 			if m != nil && m.Kind == "drag" && len(l.Action.Path) >= 2 {
-				m.Path = l.Action.Path
+				for _, p := range l.Action.Path {
+					m.Path = append(m.Path, Point{X: p.X, Y: p.Y})
+				}
 			}
 			st.Actions = append(st.Actions, Action{CallID: l.CallID, Summary: l.Action.Summary, Error: l.Action.Error,
-				DurationS: l.Duration, Mark: m})
-		case "screenshot":
+				DurationS: seconds(l.Duration), Mark: m})
+		case runner.EventScreenshot:
 			if l.Screenshot == nil {
-				continue
+				return nil
 			}
-			st := stepOf(&l)
-			sh := Shot{CallID: l.CallID, File: l.Screenshot.File, Width: l.Screenshot.Transform.Image.W,
-				Height: l.Screenshot.Transform.Image.H, Bytes: l.Screenshot.Bytes, DurationS: l.Duration}
+			st := stepOf(l)
+			img := l.Screenshot.Transform.Image
+			sh := Shot{CallID: l.CallID, File: l.Screenshot.File, Width: img.W, Height: img.H, Bytes: l.Screenshot.Bytes, DurationS: seconds(l.Duration)}
 			st.Screenshots = append(st.Screenshots, sh)
 			if sh.File != "" {
 				lastShot = &st.Screenshots[len(st.Screenshots)-1]
@@ -317,42 +252,39 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 		case "approval_by":
 			// agentctl notes who answered just before the runner records
 			// the answer.
-			var note struct {
-				CallID string `json:"call_id"`
-				Kind   string `json:"kind"`
-				By     string `json:"by"`
-			}
+			var note ApprovalBy
 			if json.Unmarshal(l.Data, &note) == nil {
 				by[note.CallID+"\x00"+note.Kind] = note.By
 			}
-		case "takeover":
+		case runner.EventTakeover:
 			if l.Takeover == nil {
-				continue
+				return nil
 			}
-			st := stepOf(&l)
+			st := stepOf(l)
 			tk := l.Takeover
-			if tk.Phase == "handed_back" && len(st.Takeovers) > 0 && st.Takeovers[len(st.Takeovers)-1].CallID == l.CallID && !st.Takeovers[len(st.Takeovers)-1].HandedBack {
+			if tk.Phase == runner.TakeoverHandedBack && len(st.Takeovers) > 0 && st.Takeovers[len(st.Takeovers)-1].CallID == l.CallID && !st.Takeovers[len(st.Takeovers)-1].HandedBack {
 				last := &st.Takeovers[len(st.Takeovers)-1]
 				last.HandedBack, last.By, last.Actions, last.More, last.Notes, last.Orphaned = true, tk.By, tk.Actions, tk.More, tk.Notes, tk.Orphaned
-				continue
+				return nil
 			}
-			st.Takeovers = append(st.Takeovers, Takeover{CallID: l.CallID, NotRun: tk.NotRun, HandedBack: tk.Phase == "handed_back",
+			st.Takeovers = append(st.Takeovers, Takeover{CallID: l.CallID, NotRun: tk.NotRun, HandedBack: tk.Phase == runner.TakeoverHandedBack,
 				By: tk.By, Actions: tk.Actions, More: tk.More, Notes: tk.Notes, Orphaned: tk.Orphaned})
-		case "code":
-			stepOf(&l).Codes++
-		case "final":
-			stepOf(&l).Final = l.Message
+		case runner.EventCode:
+			stepOf(l).Codes++
+		case runner.EventFinal:
+			stepOf(l).Final = l.Message
 		case "end":
-			run.Ended, run.OK, run.Error, run.FinalMessage = true, l.OK, l.Error, l.FinalMessage
-			run.Steps, run.Usage, run.DurationS = l.Steps, l.Usage, l.Duration
-			run.Attempted, run.Completed = l.AttemptedCallIDs, l.CompletedCallIDs
+			e := l.End
+			run.Ended, run.OK, run.Error, run.FinalMessage = true, e.OK, e.Error, e.FinalMessage
+			run.Steps, run.DurationS = e.Steps, seconds(e.Duration)
+			run.Usage = &Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, TotalTokens: e.Usage.TotalTokens,
+				Requests: e.Usage.Requests, Incomplete: e.Usage.Incomplete}
+			run.Attempted, run.Completed = e.AttemptedCallIDs, e.CompletedCallIDs
 		}
-	}
-	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
-		return nil, fmt.Errorf("run record: %w", err)
-	}
-	if n == 0 {
-		return nil, errors.New("run record: empty")
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !run.Ended {
 		run.Steps = len(run.StepList)
@@ -365,6 +297,17 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 		}
 	}
 	return run, nil
+}
+
+// seconds is a recorded duration as the page shows it.
+func seconds(d runner.Duration) float64 { return time.Duration(d).Seconds() }
+
+// usageOf is a response's recorded usage (nil when it carried none).
+func usageOf(u *runner.Usage) *Usage {
+	if u == nil {
+		return nil
+	}
+	return &Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
 }
 
 var (

@@ -18,7 +18,7 @@ import (
 //
 // The first line names the format and its version, {"kind": "record",
 // "version": RecordVersion}; records written before versioning have no such
-// line (version 0). Readers (the console) read every version ever written.
+// line (version 0). ReadRecord reads every version ever written.
 //
 // Use Event as RunOptions.OnEvent and Diagnostic as RunOptions.OnDiagnostic.
 // Writing errors do not disturb the run; Finish reports the first one.
@@ -105,25 +105,10 @@ func (r *Record) Note(kind string, data any) {
 	}{kind, time.Now(), data})
 }
 
-// end is the last line of a record.
-type end struct {
-	Kind             string    `json:"kind"` // "end"
-	Time             time.Time `json:"time"`
-	OK               bool      `json:"ok"`
-	FinalMessage     string    `json:"final_message,omitempty"`
-	Error            string    `json:"error,omitempty"`
-	ResponseID       string    `json:"response_id,omitempty"`
-	Steps            int       `json:"steps"`
-	AttemptedCallIDs []string  `json:"attempted_call_ids,omitempty"`
-	CompletedCallIDs []string  `json:"completed_call_ids"`
-	Usage            Totals    `json:"usage"`
-	Duration         Duration  `json:"duration,omitempty"`
-}
-
 // Finish records how the run ended (its result or its error), closes the
 // record and returns the first error met while writing it.
 func (r *Record) Finish(res *RunResult, runErr error) error {
-	e := end{Kind: "end", Time: time.Now()}
+	e := RecordEnd{Kind: "end", Time: time.Now()}
 	var re *RunError
 	switch {
 	case runErr != nil:

@@ -81,7 +81,7 @@ func consoleApprovals(srv *console.Server, term *runner.TerminalApprover, intera
 		if interactive {
 			fmt.Fprintf(out, "  call %s: %s in %s\n", runner.Printable(q.CallID), verdict, a.By)
 		}
-		rec.Note("approval_by", map[string]any{"call_id": q.CallID, "kind": q.Kind, "index": q.Index, "by": a.By, "approved": a.Approved})
+		rec.Note("approval_by", console.ApprovalBy{CallID: q.CallID, Kind: q.Kind, Index: q.Index, By: a.By, Approved: a.Approved})
 	}}
 	if interactive && term != nil {
 		ap.Terminal = term

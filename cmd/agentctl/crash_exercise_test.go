@@ -15,6 +15,7 @@ import (
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
+	"github.com/agentd-dev/agentd/runner/session"
 	"github.com/agentd-dev/agentd/tools/exercise"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -97,7 +98,7 @@ func TestCrashExercise(t *testing.T) {
 			out, err := run(c.at, "--max-steps", "6", "--record-dir", records, crashExerciseTask)
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("agentctl with %s=%s: %v, want it killed\n%s", crashEnv, c.at, err, out)
+				t.Fatalf("agentctl with %s=%s: %v, want it killed\n%s", session.CrashEnv, c.at, err, out)
 			}
 			runs, _ := filepath.Glob(filepath.Join(records, "*"))
 			if len(runs) != 1 {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
+	"github.com/agentd-dev/agentd/runner/session"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -98,7 +99,7 @@ func (r *crashRig) killed(url, crashAt, recordDir string) string {
 	out, err := r.command(url, crashAt, "--max-steps", "6", "--record-dir", recordDir, "click and type").CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("agentctl with %s=%s: %v, want it killed\n%s", crashEnv, crashAt, err, out)
+		t.Fatalf("agentctl with %s=%s: %v, want it killed\n%s", session.CrashEnv, crashAt, err, out)
 	}
 	runs, _ := filepath.Glob(filepath.Join(recordDir, "*"))
 	if len(runs) != 1 {
@@ -281,7 +282,7 @@ func TestCrashResumeInTheRunsView(t *testing.T) {
 		out, err := r.command(url, "response:2", "--view", "320x200", "--max-steps", "6", "--record-dir", recordDir, "click and type").CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("agentctl with %s=response:2: %v, want it killed\n%s", crashEnv, err, out)
+			t.Fatalf("agentctl with %s=response:2: %v, want it killed\n%s", session.CrashEnv, err, out)
 		}
 		runs, _ := filepath.Glob(filepath.Join(recordDir, "*"))
 		if len(runs) != 1 {

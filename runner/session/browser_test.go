@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
 
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/runner"
@@ -42,7 +44,12 @@ func TestRunBrowserMode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := runBrowser(ctx, c, []string{browsertest.Origin(srv)}, ask, runner.RunOptions{Model: "test", Input: "read the form", MaxSteps: 5})
+	s := &Session{Config: Config{Mode: Browser, AllowOrigins: []string{browsertest.Origin(srv)}}}
+	loop, err := s.Loop(ctx, openai.NewClient(), c, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := loop.Run(ctx, runner.RunOptions{Model: "test", Input: "read the form", MaxSteps: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +65,10 @@ func TestRunBrowserMode(t *testing.T) {
 }
 
 func TestBrowserModeNeedsOrigins(t *testing.T) {
-	if _, err := browserToolset(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "--allow-origin") {
+	if _, err := BrowserToolset(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "--allow-origin") {
 		t.Errorf("error %v, want one naming --allow-origin", err)
 	}
-	if _, err := browserToolset(nil, []string{"https://example.com/path"}, nil); err == nil {
+	if _, err := BrowserToolset(nil, []string{"https://example.com/path"}, nil); err == nil {
 		t.Error("an origin with a path was accepted")
 	}
 }
@@ -71,7 +78,7 @@ func TestBrowserModeNeedsOrigins(t *testing.T) {
 func TestBrowserConsentQuestionHidesTypedText(t *testing.T) {
 	const secret = "correct-horse-battery"
 	target := "e1"
-	q := consentQuestion(browser.ConsentRequest{Member: browser.Type, Arguments: browser.TypeArgs{Text: secret, Target: &target},
+	q := ConsentQuestion(browser.ConsentRequest{Member: browser.Type, Arguments: browser.TypeArgs{Text: secret, Target: &target},
 		State: &browser.State{Version: browser.StateV1, Tabs: []browser.Tab{{ID: "tab-1", Title: "Login", URL: "https://shop.example", Active: true}}}})
 	if strings.Contains(q, secret) || !strings.Contains(q, "type 21 chars") || !strings.Contains(q, `"target":"e1"`) || !strings.Contains(q, "https://shop.example") {
 		t.Errorf("question %q: want the call with the text's length, not the text", q)

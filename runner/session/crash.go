@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"fmt"
@@ -9,16 +9,16 @@ import (
 	"github.com/agentd-dev/agentd/runner"
 )
 
-// crashEnv names a boundary of a run at which agentctl kills itself, for
-// crash tests of --resume: "POINT:N" kills the process (SIGKILL, no
+// CrashEnv names a boundary of a run at which the process kills itself, for
+// crash tests of a resume (Session.Run): "POINT:N" kills the process (SIGKILL, no
 // cleanup) at the Nth time POINT is reached. POINT is a checkpoint phase
 // (request, response, before_call, after_call: just after it is on disk),
 // action (an action performed, before the next step or the call's final
 // screenshot) or screenshot (the final screenshot taken, before the
 // after_call checkpoint).
-const crashEnv = "AGENTD_CRASH_AT"
+const CrashEnv = "AGENTD_CRASH_AT"
 
-// crashAt is the parsed crashEnv; the zero value never crashes.
+// crashAt is the parsed CrashEnv; the zero value never crashes.
 type crashAt struct {
 	point string
 	n     int
@@ -26,7 +26,7 @@ type crashAt struct {
 }
 
 func crashFromEnv() (*crashAt, error) {
-	v := os.Getenv(crashEnv)
+	v := os.Getenv(CrashEnv)
 	if v == "" {
 		return &crashAt{}, nil
 	}
@@ -38,7 +38,7 @@ func crashFromEnv() (*crashAt, error) {
 		err = fmt.Errorf("unknown point %q", point)
 	}
 	if err != nil || n < 1 {
-		return nil, fmt.Errorf("%s=%q: want POINT:N with N ≥ 1 (%v)", crashEnv, v, err)
+		return nil, fmt.Errorf("%s=%q: want POINT:N with N ≥ 1 (%v)", CrashEnv, v, err)
 	}
 	return &crashAt{point: point, n: n}, nil
 }
