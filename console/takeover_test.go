@@ -547,3 +547,122 @@ func TestHandBackWhileTheModelThinks(t *testing.T) {
 		t.Fatalf("hand back event %+v", back)
 	}
 }
+
+// A take over while the model writes its final message (issue 26): the run
+// does not end on a message written from a screenshot the person made out
+// of date. It waits for the hand back, records the take over, and sends the
+// model a fresh screenshot and the person's note; the model's next answer
+// ends the run. Whether the person has handed back when the final message
+// arrives or still holds the desktop, the hand back reaches the model and
+// the record.
+func TestHandBackBeforeTheFinalMessage(t *testing.T) {
+	d := startDesktop(t)
+	d.screenshot(t)
+	for _, held := range []bool{false, true} {
+		// Each case paints its own colour, so a screenshot from before
+		// it cannot pass for a fresh one.
+		name, paint := "handed back before the final message", color.RGBA{R: 250, G: 0, B: 200, A: 255}
+		if held {
+			name, paint = "held when the final message arrives", color.RGBA{R: 0, G: 200, B: 250, A: 255}
+		}
+		t.Run(name, func(t *testing.T) {
+			runs, runName := t.TempDir(), "20260101-120000-final"
+			rec, err := runner.CreateRecord(filepath.Join(runs, runName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			model, modelURL := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+				respserver.Final("done"), respserver.Final("done, after the note"))
+			defer model.Close()
+			c, err := guest.Dial(context.Background(), d.addr, d.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+			ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
+			defer ts.Close()
+			op, err := guest.Operate(context.Background(), d.addr, d.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer op.Close()
+			opCtx, opCancel := context.WithTimeout(context.Background(), time.Minute)
+			defer opCancel()
+			note := "NOTE-5521 I saved the file for you"
+			act := func() error {
+				_, err := op.Input(opCtx, actions.Action{Type: actions.Click, Button: actions.Left, X: 200, Y: 100})
+				d.rec.Fill(t, 0, 0, 300, 300, paint)
+				d.rec.Sync(t)
+				return err
+			}
+			var events []runner.Event
+			var personErr error
+			runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "look", CallOptions: runner.CallOptions{
+				OnEvent: func(e runner.Event) {
+					rec.Event(e)
+					events = append(events, e)
+					switch {
+					case e.Kind == runner.EventRequest && e.Step == 2:
+						// The model is writing its final message: a person
+						// takes the desktop and acts.
+						personErr = errors.Join(op.Take(opCtx, takeoverBy), act())
+						if !held {
+							personErr = errors.Join(personErr, op.HandBack(opCtx, note))
+						}
+					case held && e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverPaused:
+						personErr = errors.Join(personErr, op.HandBack(opCtx, note))
+					}
+				}}})
+			if personErr != nil {
+				t.Fatal(personErr)
+			}
+			if err != nil {
+				t.Fatalf("the run: %v", err)
+			}
+			if res.FinalMessage != "done, after the note" {
+				t.Fatalf("the run ended with %q, a final message written before the person's take over", res.FinalMessage)
+			}
+			reqs := model.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("the model got %d requests, want 3", len(reqs))
+			}
+			body := string(reqs[2].Body)
+			for _, want := range []string{"A person took over the desktop", "They performed 1 action(s)", note} {
+				if !strings.Contains(body, want) {
+					t.Errorf("the request after the hand back lacks %q:\n%.800s", want, body)
+				}
+			}
+			_, rest, _ := strings.Cut(body, "data:image/png;base64,")
+			b64, _, _ := strings.Cut(rest, `"`)
+			raw, err := base64.StdEncoding.DecodeString(b64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := color.RGBAModel.Convert(img.At(50, 50)).(color.RGBA); got != paint {
+				t.Fatalf("the screenshot after the hand back is not fresh: pixel (50,50) is %v, want %v", got, paint)
+			}
+			if err := rec.Finish(res, nil); err != nil {
+				t.Fatal(err)
+			}
+			run, err := readRun(filepath.Join(runs, runName), runName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tks []Takeover
+			for _, step := range run.StepList {
+				tks = append(tks, step.Takeovers...)
+			}
+			if len(tks) != 1 || !tks[0].HandedBack || !slices.Equal(tks[0].Notes, []string{note}) ||
+				!slices.Equal(tks[0].By, []string{takeoverBy}) || len(tks[0].Actions) != 1 {
+				t.Fatalf("the record's take overs: %+v", tks)
+			}
+		})
+	}
+}

@@ -226,6 +226,23 @@ func (p *codeCall) awaitHandback(ctx context.Context, s *Step, refused bool) (st
 	return b.String(), nil
 }
 
+// handedBack: the code tool answers a take over before a final message
+// with a user message saying so, and the person's notes; the model looks
+// at the desktop through its code, as after any call.
+func (c *codeTool) handedBack(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, bool, error) {
+	var zero responses.ResponseInputItemUnionParam
+	w, ok := c.r.(computer.Watched)
+	if !ok {
+		return zero, false, nil
+	}
+	hb, err := awaitFinalHandback(ctx, s, w, false)
+	if err != nil || hb.Leases == 0 {
+		return zero, false, err
+	}
+	text := finalTakeoverText(hb, "The screen may have changed: look at it (display(pyautogui.screenshot())) before you act again or finish.")
+	return responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser), true, nil
+}
+
 // CodeOutputText is what the model reads of a code call: the output, the
 // traceback, and what happened to the namespace. first says whether the
 // call was the run's first (whose namespace is fresh as a matter of course).

@@ -375,10 +375,19 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			}
 			return nil, x.fail(stopped(x, resp, calls))
 		}
+		// What tells the model of a take over made while it wrote its
+		// final message: the run goes on instead of ending on it.
+		var handback responses.ResponseInputParam
 		if len(earlyCalls) == 0 && len(calls) == 0 && !x.ctl.pending() {
 			if final == "" {
 				return nil, x.fail(fmt.Errorf("response %s has neither a local call nor a final message", resp.ID))
 			}
+			var err error
+			if handback, err = handedBack(ctx, s, l.tools); err != nil {
+				return nil, x.fail(err)
+			}
+		}
+		if len(earlyCalls) == 0 && len(calls) == 0 && !x.ctl.pending() && len(handback) == 0 {
 			x.event(Event{Kind: EventFinal, Message: final})
 			return &RunResult{
 				FinalMessage:     final,
@@ -397,8 +406,12 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 				unsent = fmt.Sprintf("; %d text(s) queued by append_user_text were not sent", n)
 			}
 			if len(calls) == 0 {
-				return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s, whose final message did not see the person's text%s",
-					ErrStepLimit, step, opts.MaxSteps, resp.ID, unsent))
+				unseen := "the person's text"
+				if len(handback) > 0 {
+					unseen = "the person's take over (recorded)"
+				}
+				return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s, whose final message did not see %s%s",
+					ErrStepLimit, step, opts.MaxSteps, resp.ID, unseen, unsent))
 			}
 			return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; nothing of it was executed%s",
 				ErrStepLimit, step, opts.MaxSteps, resp.ID, strings.Join(callIDs, ", "), unsent))
@@ -428,7 +441,9 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		if err != nil {
 			return nil, x.fail(err)
 		}
-		// A person's text comes after the outputs of the completed turn.
+		// A person's take over and text come after the outputs of the
+		// completed turn.
+		outputs = append(outputs, handback...)
 		for _, text := range texts {
 			outputs = append(outputs, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser))
 		}

@@ -2,11 +2,15 @@ package runner
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/runner/computer"
@@ -199,6 +203,121 @@ func takeoverText(callID string, notRun []string, hb computer.Handback) string {
 		fmt.Fprintf(&b, "Your call %s was answered only after the hand back. ", callID)
 	}
 	b.WriteString("The screenshot answering that call shows the desktop as it is now: look at it before you act again.")
+	for _, n := range hb.Notes {
+		fmt.Fprintf(&b, "\n\nThe person's note: %s", n)
+	}
+	return b.String()
+}
+
+// overseer is a Tool whose desktop a person may take over while the model
+// writes a final message. A final message written from a screenshot the
+// person made out of date does not end the run: handedBack waits for the
+// hand back of a take over the model was not told of, records it as for a
+// call, and returns what tells the model (ok false: there was none).
+type overseer interface {
+	handedBack(ctx context.Context, s *Step) (tell responses.ResponseInputItemUnionParam, ok bool, err error)
+}
+
+// handedBack asks each overseer of the run in turn.
+func handedBack(ctx context.Context, s *Step, tools []Tool) (responses.ResponseInputParam, error) {
+	var tell responses.ResponseInputParam
+	for _, t := range tools {
+		o, ok := t.(overseer)
+		if !ok {
+			continue
+		}
+		item, ok, err := o.handedBack(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			tell = append(tell, item)
+		}
+	}
+	return tell, nil
+}
+
+// awaitFinalHandback waits for the hand backs of take overs made since the
+// model's last call on w's desktop. agentd tells the session of a take as
+// it happens, but that event may still be on its way: the wait itself is a
+// round trip to agentd, which keeps each hand back for the session it was
+// taken during until it is collected, so none is missed. Both moments are
+// recorded as takeover events (the first, "paused", once the run knows).
+func awaitFinalHandback(ctx context.Context, s *Step, w computer.Watched, told bool) (computer.Handback, error) {
+	ev := &TakeoverEvent{Phase: TakeoverPaused}
+	if told {
+		s.Event(Event{Kind: EventTakeover, Takeover: ev})
+	}
+	hb, err := w.AwaitHandback(ctx)
+	if err != nil {
+		return hb, fmt.Errorf("after the final message: waiting for the person to hand the desktop back: %w", withCtx(ctx, err))
+	}
+	if hb.Leases == 0 {
+		return hb, nil
+	}
+	if !told {
+		s.Event(Event{Kind: EventTakeover, Takeover: ev})
+	}
+	back := *ev
+	back.Phase, back.Handback = TakeoverHandedBack, hb
+	s.Event(Event{Kind: EventTakeover, Takeover: &back})
+	return hb, nil
+}
+
+// handedBack: the computer tool answers a take over before a final message
+// with a user message holding a fresh screenshot, in the image space the
+// model's coordinates are in, and the person's notes.
+func (c *computerTool) handedBack(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, bool, error) {
+	var zero responses.ResponseInputItemUnionParam
+	w, ok := c.t.driver.(computer.Watched)
+	if !ok {
+		return zero, false, nil
+	}
+	var all computer.Handback
+	told := c.stale()
+	for {
+		hb, err := awaitFinalHandback(ctx, s, w, told)
+		if err != nil {
+			return zero, false, err
+		}
+		merge(&all, hb)
+		if all.Leases == 0 {
+			return zero, false, nil
+		}
+		start := time.Now()
+		seen, _ := c.takes()
+		shot, err := c.t.driver.Run(ctx, nil, computer.Hooks{})
+		if errors.Is(err, computer.ErrTakenOver) {
+			told = true // taken over again before the screenshot
+			continue
+		}
+		if err == nil {
+			err = checkScreenshot(shot.PNG, shot.Transform.Image)
+		}
+		if err != nil {
+			return zero, false, fmt.Errorf("the screenshot after the hand back: %w", withCtx(ctx, err))
+		}
+		c.image, c.seen = shot.Transform.Image, seen
+		s.Event(Event{Kind: EventScreenshot, Duration: Duration(time.Since(start)),
+			Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
+		text := finalTakeoverText(all, "The screenshot below shows the desktop as it is now: look at it before you act again or finish.")
+		return responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+			{OfInputText: &responses.ResponseInputTextParam{Text: text}},
+			{OfInputImage: &responses.ResponseInputImageParam{Detail: responses.ResponseInputImageDetailOriginal,
+				ImageURL: openai.String("data:image/png;base64," + base64.StdEncoding.EncodeToString(shot.PNG))}},
+		}, responses.EasyInputMessageRoleUser), true, nil
+	}
+}
+
+// finalTakeoverText is what the model is told of a take over made while it
+// wrote its final message; look says how to see the desktop now.
+func finalTakeoverText(hb computer.Handback, look string) string {
+	var b strings.Builder
+	b.WriteString("A person took over the desktop while you were writing your last message and has handed it back to you, so that message was written from a screen that is out of date. ")
+	if n := len(hb.Actions) + hb.More; n > 0 {
+		fmt.Fprintf(&b, "They performed %d action(s) on it. ", n)
+	}
+	b.WriteString(look)
 	for _, n := range hb.Notes {
 		fmt.Fprintf(&b, "\n\nThe person's note: %s", n)
 	}

@@ -198,6 +198,64 @@ func TestTakeoverCodeModeRunWaitsForTheHandBack(t *testing.T) {
 	}
 }
 
+// TestTakeoverBeforeTheFinalMessageCodeMode: in a code-mode run, a take
+// over and hand back while the model writes its final message do not end
+// the run on that message: the model is told, with the person's note, and
+// its next answer ends the run; both moments are recorded.
+func TestTakeoverBeforeTheFinalMessageCodeMode(t *testing.T) {
+	d := newDesk(t)
+	srv, url := respserver.Start(
+		respserver.Items(codeCall("print('first')")),
+		respserver.Final("done"),
+		respserver.Final("done, after the note"))
+	defer srv.Close()
+	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+	person, err := guest.Operate(context.Background(), d.addr, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer person.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var events []runner.Event
+	var personErr error
+	tool := runner.NewCodeTool(d.client, runner.CodeOptions{})
+	res, err := runner.NewRunner(client).Run(ctx, runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool},
+		CallOptions: runner.CallOptions{OnEvent: func(e runner.Event) {
+			events = append(events, e)
+			if e.Kind == runner.EventRequest && e.Step == 2 {
+				personErr = errors.Join(person.Take(ctx, "the tester"), person.HandBack(ctx, "NOTE-6610 I renamed the file"))
+			}
+		}}})
+	if personErr != nil {
+		t.Fatal(personErr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FinalMessage != "done, after the note" {
+		t.Fatalf("the run ended with %q, written before the person's take over", res.FinalMessage)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	for _, want := range []string{"A person took over the desktop", "NOTE-6610 I renamed the file", "display(pyautogui.screenshot())"} {
+		if !strings.Contains(string(reqs[2].Body), want) {
+			t.Errorf("the request after the hand back lacks %q", want)
+		}
+	}
+	var phases []string
+	for _, e := range events {
+		if e.Kind == runner.EventTakeover {
+			phases = append(phases, e.Takeover.Phase)
+		}
+	}
+	if strings.Join(phases, ",") != "paused,handed_back" {
+		t.Fatalf("take over events %q", phases)
+	}
+}
+
 // stallCode asks agentd for a screenshot, larger than the pipe holds, and
 // never reads the answer: agentd's write to the worker blocks.
 const stallCode = `import os, struct, time
