@@ -37,6 +37,9 @@ type Question struct {
 	// the final screenshot); -1 asks about the whole call.
 	Index   int    `json:"index"`
 	Summary string `json:"summary,omitempty"`
+	// Detail is the whole question as text, when the call is no list of
+	// computer actions (an MCP client's exec_py code, a browser call).
+	Detail string `json:"detail,omitempty"`
 	// Run and Shot are the record's screenshot the actions refer to: the
 	// last one of the current run when the question is asked.
 	Run  string `json:"run,omitempty"`
@@ -303,6 +306,14 @@ func (ap Approvals) BeforeAction(ctx context.Context, info runner.ActionInfo) (a
 		}
 	}
 	return ap.ask(ctx, q, term)
+}
+
+// Question asks q (a call that is no list of computer actions: its Kind,
+// CallID, Summary and Detail) in the page and, when term is set, through
+// term too: the first answer wins; true only for an approval.
+func (ap Approvals) Question(ctx context.Context, q Question, term func(context.Context) (bool, error)) (bool, error) {
+	v, err := ap.ask(ctx, q, term)
+	return v == true, err
 }
 
 func (ap Approvals) ask(ctx context.Context, q Question, term func(context.Context) (bool, error)) (any, error) {

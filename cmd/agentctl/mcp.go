@@ -32,7 +32,9 @@ func runMCP(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("agentctl mcp", flag.ContinueOnError)
 	var g guestFlags
 	g.register(fs)
-	tools := fs.String("tools", "computer", "toolsets offered, comma-separated: computer, code (exec_py; the guest's agentd runs --code)")
+	tools := fs.String("tools", "computer", "toolsets offered, comma-separated: computer, browser (the guest's Chromium, agentd --browser; needs --allow-origin), code (exec_py; agentd --code)")
+	var origins originList
+	fs.Var(&origins, "allow-origin", "with --tools browser: an origin the browser may load from (scheme://host[:port]; repeat for more); every other load is refused")
 	viewSize := fs.String("view", "1280x800", "the client sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
 	confirm := fs.Bool("confirm", false, "ask before each action and final screenshot (and each exec_py): through MCP elicitation when the client supports it, else the console (--console) and, with --http, the terminal; nobody to ask = refused")
 	withConsole := fs.Bool("console", false, "serve the console (the desktop live, take over, each session's record, approvals) and print its one-time URL on standard error")
@@ -41,14 +43,16 @@ func runMCP(ctx context.Context, args []string) error {
 	network := fs.Bool("network", false, "with --guest docker: give each session's container a network (default none)")
 	idle := fs.Duration("idle", 30*time.Minute, "with --http: end a session (and release its guest) after this long without a request")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, `usage: agentctl mcp --guest ADDR|NAME|docker [--token-file F] [--tools computer,code] [--view WxH] [--confirm] [--console] [--record-dir D] [--http 127.0.0.1:PORT]
+		fmt.Fprintln(os.Stderr, `usage: agentctl mcp --guest ADDR|NAME|docker [--token-file F] [--tools computer,browser,code] [--allow-origin O ...] [--view WxH] [--confirm] [--console] [--record-dir D] [--http 127.0.0.1:PORT]
 
 Serves the guest's desktop to a Model Context Protocol client: over standard
 input and output (the client starts this command), or with --http over
 Streamable HTTP on a loopback address, with a bearer token. Each MCP session
 is one controller of the guest (a second one is refused as busy);
 --guest docker gives each session a fresh container (from a pool when one
-runs), taken down when the session ends.`)
+runs), taken down when the session ends. The browser's calls that change a
+page are asked of a person (elicitation, the console, the terminal) whether or
+not --confirm is given; nobody to ask = refused.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -77,7 +81,7 @@ runs), taken down when the session ends.`)
 	var open func(context.Context) (*mcpserver.Desktop, error)
 	var live *console.Guest
 	if fresh != nil {
-		spec := backend.Spec{Network: *network, Code: slices.Contains(toolList, mcpserver.ToolsCode)}
+		spec := backend.Spec{Network: *network, Code: slices.Contains(toolList, mcpserver.ToolsCode), Browser: slices.Contains(toolList, mcpserver.ToolsBrowser)}
 		open = func(ctx context.Context) (*mcpserver.Desktop, error) { return openFresh(ctx, fresh, spec) }
 	} else {
 		if err := g.resolve(); err != nil {
@@ -97,14 +101,17 @@ runs), taken down when the session ends.`)
 			return &mcpserver.Desktop{Client: c, Addr: addr, Close: func() { c.Close() }}, nil
 		}
 	}
-	cfg := mcpserver.Config{Open: open, View: view, Tools: toolList, Confirm: *confirm, RecordDir: *recordDir, Log: os.Stderr}
+	cfg := mcpserver.Config{Open: open, View: view, Tools: toolList, Origins: origins, Confirm: *confirm, RecordDir: *recordDir, Log: os.Stderr}
 	// Standard input is the protocol over stdio; the terminal answers only
 	// with --http.
 	interactive := *httpAddr != "" && runner.IsTerminal(os.Stdin)
 	var term *runner.TerminalApprover
 	if interactive {
 		term = runner.NewTerminalApprover(os.Stdin, os.Stderr)
-		cfg.Approve, cfg.AskText = term.ApproveAction, term.Ask
+		cfg.Approve = term.ApproveAction
+		cfg.Ask = func(ctx context.Context, q mcpserver.Question) (bool, error) {
+			return term.Ask(ctx, "\n"+q.Text+"\nApprove? [y/N] ")
+		}
 	}
 	if *withConsole {
 		if *recordDir == "" {
@@ -121,6 +128,13 @@ runs), taken down when the session ends.`)
 			ap.Terminal = term
 		}
 		cfg.Approve = ap.BeforeAction
+		cfg.Ask = func(ctx context.Context, q mcpserver.Question) (bool, error) {
+			var ask func(context.Context) (bool, error)
+			if term != nil {
+				ask = func(ctx context.Context) (bool, error) { return term.Ask(ctx, "\n"+q.Text+"\nApprove? [y/N] ") }
+			}
+			return ap.Question(ctx, console.Question{Kind: q.Kind, CallID: q.CallID, Index: -1, Summary: q.Summary, Detail: q.Text}, ask)
+		}
 	}
 	srv, err := mcpserver.New(cfg)
 	if err != nil {
@@ -135,16 +149,23 @@ runs), taken down when the session ends.`)
 // openFresh starts (or takes from a pool) a guest for one MCP session.
 func openFresh(ctx context.Context, b backend.Backend, spec backend.Spec) (*mcpserver.Desktop, error) {
 	var g guestFlags
-	down, _, err := freshGuest(ctx, b, &g, spec, os.Stderr)
+	down, started, err := freshGuest(ctx, b, &g, spec, os.Stderr)
 	if err != nil {
 		return nil, err
+	}
+	// The record and the log name the container (or VM) when there is one.
+	name := g.addr
+	if started != nil {
+		if inst := started.Describe().Instance; inst != "" {
+			name = fmt.Sprintf("%s guest %s (%s)", b.Name(), inst, g.addr)
+		}
 	}
 	token, err := g.token()
 	if err == nil {
 		var c *guest.Client
 		if c, err = guest.Dial(ctx, g.addr, token); err == nil {
 			var once sync.Once
-			return &mcpserver.Desktop{Client: c, Addr: g.addr, Token: token, Close: func() {
+			return &mcpserver.Desktop{Client: c, Addr: name, Token: token, Close: func() {
 				once.Do(func() { c.Close(); down() })
 			}}, nil
 		}

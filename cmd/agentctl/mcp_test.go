@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,15 @@ type mcpRig struct {
 }
 
 func newMCPRig(t *testing.T, agentdArgs ...string) *mcpRig {
+	ready := 20 * time.Second
+	if slices.Contains(agentdArgs, "--browser") {
+		prereq.Programs(t, prereq.X, "chromium")
+		if os.Geteuid() == 0 {
+			// Chromium refuses root with its sandbox on.
+			agentdArgs = append(agentdArgs, "--browser-user", "nobody")
+		}
+		ready = time.Minute
+	}
 	prereq.Programs(t, prereq.X, "Xvfb")
 	agentd := agentdtest.Binary(t)
 	x := xvfbtest.Start(t, 1440, 900)
@@ -49,7 +59,7 @@ func newMCPRig(t *testing.T, agentdArgs ...string) *mcpRig {
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	cmd := exec.Command(agentd, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, agentdArgs...)...)
 	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+mcpGuestToken)
-	addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
+	addr, _ := agentdtest.Start(t, cmd, addrFile, ready)
 	return &mcpRig{t: t, agentctl: agentctlBinary(t), addr: addr, rec: rec, runs: t.TempDir()}
 }
 
@@ -62,11 +72,18 @@ func (r *mcpRig) command(args ...string) *exec.Cmd {
 
 // connect starts agentctl mcp as the client's subprocess over stdio.
 func (r *mcpRig) connect(opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	cs, _ := r.connectLogged(opts, args...)
+	return cs
+}
+
+// connectLogged is connect, with what agentctl mcp writes on standard
+// error.
+func (r *mcpRig) connectLogged(opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *agentdtest.SyncBuffer) {
 	t := r.t
 	t.Helper()
 	cmd := r.command(args...)
-	var stderr agentdtest.SyncBuffer
-	cmd.Stderr = &stderr
+	stderr := &agentdtest.SyncBuffer{}
+	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentd-test", Version: "v0"}, opts)
 	cs, err := client.Connect(mcpCtx(t), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -78,7 +95,7 @@ func (r *mcpRig) connect(opts *mcp.ClientOptions, args ...string) *mcp.ClientSes
 			t.Logf("agentctl mcp:\n%s", stderr.String())
 		}
 	})
-	return cs
+	return cs, stderr
 }
 
 func mcpCtx(t *testing.T) context.Context {

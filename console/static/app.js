@@ -364,8 +364,11 @@ function questionItem(q) {
   const li = el('li', 'approval question');
   li.dataset.id = q.id;
   li.dataset.kind = q.kind;
-  const asked = q.index >= 0 ? `, action ${q.index + 1}: ${q.summary}` : '';
+  const asked = q.index >= 0 ? `, action ${q.index + 1}: ${q.summary}` : (q.summary ? `: ${q.summary}` : '');
   li.append(el('div', '', `${q.kind.replaceAll('_', ' ')} for call ${q.call_id}${asked}`));
+  // The whole question of a call that is no list of actions (an MCP
+  // client's exec_py code, a browser call).
+  if (q.detail) li.append(el('pre', 'detail', q.detail));
   if (q.checks && q.checks.length) li.append(el('div', 'bad', 'Checks: ' + q.checks.join('; ')));
   if (q.actions && q.actions.length) li.append(el('div', '', 'The call: ' + q.actions.map((a, i) => `${i + 1}. ${a}`).join(', ')));
   if (q.shot && q.shot.file && q.run) {

@@ -95,12 +95,18 @@ func (x *session) confirmer() func(context.Context, runner.ActionInfo) (any, err
 }
 
 // confirmCode asks before an exec_py call (--confirm) when the client
-// cannot be asked: the terminal (Config.AskText), else refused.
-func (x *session) confirmCode(ctx context.Context, code string) (bool, error) {
-	if f := x.srv.cfg.AskText; f != nil {
-		return f(ctx, fmt.Sprintf("agentd: allow this Python (%d lines) to run on the isolated desktop?\n\n%s", lines(code), code))
+// cannot be asked: the console or the terminal (Config.Ask), else refused.
+func (x *session) confirmCode(ctx context.Context, callID, code string) (bool, error) {
+	if f := x.srv.cfg.Ask; f != nil {
+		return f(ctx, Question{Kind: runner.ApprovalCode, CallID: callID, Summary: fmt.Sprintf("%s, %d lines", runner.CodeToolName, lines(code)),
+			Text: codeQuestion(code)})
 	}
 	return false, errNobodyToAsk
+}
+
+// codeQuestion is what a person is asked about an exec_py call.
+func codeQuestion(code string) string {
+	return fmt.Sprintf("agentd: allow this Python (%d lines) to run on the isolated desktop?\n\n%s", lines(code), code)
 }
 
 // approvedEvents record a call the client's user approved as a whole.

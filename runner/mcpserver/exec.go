@@ -58,8 +58,7 @@ func (x *session) exec(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 	}
 	elicited := x.srv.cfg.Confirm && elicits(req)
 	if elicited {
-		q := fmt.Sprintf("agentd: allow this Python (%d lines) to run on the isolated desktop?\n\n%s", lines(*in.Code), *in.Code)
-		if res := x.elicitCall(req, q); res != nil {
+		if res := x.elicitCall(req, codeQuestion(*in.Code)); res != nil {
 			return res
 		}
 	}
@@ -82,7 +81,7 @@ func (x *session) exec(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 	case x.srv.cfg.Confirm:
 		ev := runner.ApprovalEvent{Kind: runner.ApprovalCode, Index: -1, Summary: steps[0]}
 		x.event(runner.Event{Kind: runner.EventApprovalAsked, CallID: callID, Approval: &ev})
-		ok, err := x.confirmCode(ctx, *in.Code)
+		ok, err := x.confirmCode(ctx, callID, *in.Code)
 		ev.Approved, ev.Reason = ok, "approved"
 		switch {
 		case err != nil:

@@ -16,6 +16,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,12 +31,14 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // The toolsets a server may offer.
 const (
 	ToolsComputer = "computer"
 	ToolsCode     = "code"
+	ToolsBrowser  = "browser"
 )
 
 // Desktop is one MCP session's connection to its guest.
@@ -59,8 +62,14 @@ type Config struct {
 	// View is what the client sees of the screen (typically 1280×800,
 	// fitted); coordinates are read in its image space.
 	View wire.View
-	// Tools lists the toolsets offered (ToolsComputer, ToolsCode).
+	// Tools lists the toolsets offered (ToolsComputer, ToolsCode,
+	// ToolsBrowser).
 	Tools []string
+	// Origins are where the browser toolset may go (scheme://host[:port]
+	// each; required with ToolsBrowser): navigate's and new_tab's URL are
+	// checked against them, and the guest's Chromium refuses every other
+	// load.
+	Origins []string
 	// Confirm asks before each action and each final screenshot: through
 	// MCP elicitation when the client supports it, else Approve; without
 	// either, every action is refused (fail closed).
@@ -68,9 +77,10 @@ type Config struct {
 	// Approve, when set, asks a person (the console page, the terminal)
 	// about an action when the client cannot be asked.
 	Approve func(ctx context.Context, a runner.ActionInfo) (any, error)
-	// AskText, when set, asks a person a yes/no question (an exec_py call's
-	// code) when the client cannot be asked.
-	AskText func(ctx context.Context, question string) (bool, error)
+	// Ask, when set, asks a person (the console page, the terminal) about
+	// an exec_py call (--confirm) or a browser call that needs consent,
+	// when the client cannot be asked.
+	Ask func(ctx context.Context, q Question) (bool, error)
 	// RecordDir, when set, gets one run record per MCP session
 	// (<timestamp>-<id>/, the format of agentctl run).
 	RecordDir string
@@ -82,10 +92,24 @@ type Config struct {
 	Version string
 }
 
+// Question is what a person is asked when the client cannot be asked.
+type Question struct {
+	// Kind is "code" (an exec_py call) or "browser" (a browser call).
+	Kind   string
+	CallID string
+	// Summary is the call in one line (typed text and a script's source by
+	// their length only).
+	Summary string
+	// Text is the whole question as a terminal shows it (an exec_py call's
+	// code in full).
+	Text string
+}
+
 // Server is an MCP server over guests.
 type Server struct {
-	cfg Config
-	mcp *mcp.Server
+	cfg     Config
+	mcp     *mcp.Server
+	origins browser.OriginSet
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -102,9 +126,18 @@ func New(cfg Config) (*Server, error) {
 		cfg.Tools = []string{ToolsComputer}
 	}
 	for _, t := range cfg.Tools {
-		if t != ToolsComputer && t != ToolsCode {
-			return nil, fmt.Errorf("mcpserver: unknown toolset %q (known: computer, code)", t)
+		if t != ToolsComputer && t != ToolsCode && t != ToolsBrowser {
+			return nil, fmt.Errorf("mcpserver: unknown toolset %q (known: computer, browser, code)", t)
 		}
+	}
+	var origins browser.OriginSet
+	if slices.Contains(cfg.Tools, ToolsBrowser) {
+		var err error
+		if origins, err = browser.ParseOrigins(cfg.Origins...); err != nil {
+			return nil, fmt.Errorf("mcpserver: the browser toolset's allowed origins (--allow-origin, for example https://example.com): %w", err)
+		}
+	} else if len(cfg.Origins) > 0 {
+		return nil, errors.New("mcpserver: allowed origins are for the browser toolset")
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
@@ -112,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	s := &Server{cfg: cfg, sessions: map[*mcp.ServerSession]*session{}}
+	s := &Server{cfg: cfg, origins: origins, sessions: map[*mcp.ServerSession]*session{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentd", Title: "agentd: an isolated desktop", Version: cfg.Version},
 		&mcp.ServerOptions{
 			Instructions: instructions,
@@ -124,18 +157,33 @@ func New(cfg Config) (*Server, error) {
 	if slices.Contains(cfg.Tools, ToolsCode) {
 		s.mcp.AddTool(execTool(), s.handle((*session).exec))
 	}
+	if slices.Contains(cfg.Tools, ToolsBrowser) {
+		for _, m := range browser.DefaultMembers() {
+			s.mcp.AddTool(browserTool(m), s.handle(func(x *session, ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
+				return x.browserCall(ctx, req, m)
+			}))
+		}
+	}
 	return s, nil
 }
 
 const instructions = `An isolated Linux desktop (a guest: container, VM or private X server) driven by agentd. ` +
 	`The computer tool performs the OpenAI computer tool's actions and answers with a settled screenshot; ` +
-	`coordinates are in that screenshot's pixels. Take a screenshot first. A person may hold the desktop ` +
+	`coordinates are in that screenshot's pixels. Take a screenshot first. The browser_ tools, when offered, ` +
+	`drive the desktop's Chromium by page text and element refs, only on the allowed origins; calls that change ` +
+	`the page need a person's approval. A person may hold the desktop ` +
 	`(take over): calls are then refused, not queued, and the call after the hand back tells you what they did.`
 
 // ServeStdio serves one session on standard input and output until the
 // client closes it or ctx ends.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	err := s.mcp.Run(ctx, &mcp.StdioTransport{})
+	return s.Serve(ctx, &mcp.StdioTransport{})
+}
+
+// Serve serves one session on t until the client closes it or ctx ends;
+// then every session ends.
+func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	err := s.mcp.Run(ctx, t)
 	s.Close()
 	return err
 }

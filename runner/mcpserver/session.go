@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/runner/computer"
 	"github.com/agentd-dev/agentd/scaling"
 )
@@ -40,7 +42,14 @@ type session struct {
 	seen  uint64       // the take overs agentd had told of at the last call
 	step  int          // calls so far, the record's step numbers
 	execs int          // exec_py calls so far
-	rec   *runner.Record
+	bts   *browser.BrowserToolset
+	// consent answers the browser toolset's consent for the call in
+	// progress; urlRefused is the origin its URL policy refused, and
+	// refusedWhy why its consent was refused.
+	consent    func(context.Context, browser.ConsentRequest) (any, error)
+	urlRefused string
+	refusedWhy string
+	rec        *runner.Record
 
 	endOnce sync.Once
 	ended   bool // under calls
@@ -120,6 +129,13 @@ func (x *session) open(ctx context.Context) error {
 		return fmt.Errorf("the first screenshot in the view: %w", err)
 	}
 	x.desk = d
+	if slices.Contains(x.srv.cfg.Tools, ToolsBrowser) {
+		if err := x.openBrowser(ctx); err != nil {
+			x.desk = nil
+			d.Close()
+			return err
+		}
+	}
 	x.drv = &lastShot{Driver: d.Client, shot: computer.Screenshot{PNG: shot.PNG, Transform: shot.Transform}}
 	x.image = shot.Transform.Image
 	// No Responses request is ever made: Execute runs single calls.
@@ -136,7 +152,7 @@ func (x *session) open(ctx context.Context) error {
 				client = p.ClientInfo.Name + " " + p.ClientInfo.Version
 			}
 			rec.Note("start", map[string]any{"task": "MCP session of " + client, "model": client, "mode": "mcp",
-				"guest": d.Addr, "tools": x.srv.cfg.Tools, "view": x.srv.cfg.View})
+				"guest": d.Addr, "tools": x.srv.cfg.Tools, "view": x.srv.cfg.View, "allow_origins": x.srv.cfg.Origins})
 			if f := x.srv.cfg.OnRecord; f != nil {
 				f(dir)
 			}
@@ -174,6 +190,9 @@ func (x *session) end() {
 		x.ended = true
 		if x.ts != nil {
 			x.ts.Close()
+		}
+		if x.bts != nil {
+			_ = x.bts.Close()
 		}
 		if x.rec != nil {
 			if err := x.rec.Finish(&runner.RunResult{Steps: x.step, FinalMessage: "the MCP session ended"}, nil); err != nil {
