@@ -1,0 +1,77 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentd-dev/agentd/docker"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
+)
+
+// TestMCPDockerFreshGuest: agentctl mcp --guest docker gives the MCP
+// session a fresh container: it runs while the session drives it (a
+// screenshot of the view's size) and is gone once the client closes the
+// session.
+func TestMCPDockerFreshGuest(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cli, err := docker.NewClient(ctx)
+	if err != nil {
+		prereq.Missing(t, prereq.Docker, "requires a Docker engine: %v", err)
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(ctx, docker.DefaultImage); err != nil {
+		prereq.Missing(t, prereq.Docker, "requires the %s image (make docker-image): %v", docker.DefaultImage, err)
+	}
+
+	cmd := exec.Command(agentctlBinary(t), "mcp", "--guest", "docker", "--record-dir", t.TempDir())
+	// A runtime directory of its own: no guest pool of this machine is used.
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+	stderr := &agentdtest.SyncBuffer{}
+	cmd.Stderr = stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agentd-test", Version: "v0"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	defer func() {
+		if t.Failed() {
+			t.Logf("agentctl mcp:\n%s", stderr.String())
+		}
+	}()
+
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
+	m := regexp.MustCompile(`connected to docker guest (\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatal("agentctl mcp did not name the session's container")
+	}
+	container := m[1]
+	c, err := cli.ContainerInspect(ctx, container, client.ContainerInspectOptions{})
+	if err != nil || c.Container.State == nil || !c.Container.State.Running {
+		t.Fatalf("the session's container %s during the session: %+v %v", container, c, err)
+	}
+	screenshotOf(t, call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`), 1280, 800)
+
+	cs.Close()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		_, err := cli.ContainerInspect(ctx, container, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s is left after the session ended", container)
+		}
+	}
+}
