@@ -159,7 +159,12 @@ func runSize(ctx context.Context, o Options, size Size, withInput bool) (sr Size
 	if err != nil {
 		return sr, nil, err
 	}
-	return sr, append(append(input, typing...), overhead...), nil
+	o.progress("%v: MCP server per computer call", size)
+	mcpCost, err := b.measureMCP(ctx)
+	if err != nil {
+		return sr, nil, err
+	}
+	return sr, append(append(append(input, typing...), overhead...), mcpCost...), nil
 }
 
 // openSizeBench opens the bench's desktop on g's display: the peers run
