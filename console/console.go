@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/randhex"
 )
 
@@ -35,6 +36,9 @@ var files embed.FS
 type Guest struct {
 	Addr  string
 	Token string
+	// Dial, if set, makes the connections to agentd (backend.Dialer);
+	// Addr then only names the guest.
+	Dial guest.DialFunc
 }
 
 // Config configures a console.

@@ -59,7 +59,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 
 	g := s.cfg.Guest
-	watcher, err := guest.Watch(ctx, g.Addr, g.Token, guest.WatchOptions{FPS: liveFPS, Width: liveWidth, Height: liveHeight})
+	watcher, err := guest.Watch(ctx, g.Addr, g.Token, guest.WatchOptions{FPS: liveFPS, Width: liveWidth, Height: liveHeight, Dial: g.Dial})
 	if err != nil {
 		s.cfg.Logf("console: live: %v", err)
 		conn.Close(websocket.StatusTryAgainLater, "the guest cannot be watched now")

@@ -65,7 +65,7 @@ func (s *Server) serveTakeover(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(64 << 10)
 
 	g := s.cfg.Guest
-	op, err := guest.Operate(ctx, g.Addr, g.Token)
+	op, err := guest.OperateWith(ctx, g.Addr, g.Token, guest.DialOptions{Dial: g.Dial})
 	if err != nil {
 		s.cfg.Logf("console: takeover: %v", err)
 		conn.Close(websocket.StatusTryAgainLater, "the guest cannot be taken over now")

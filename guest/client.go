@@ -26,6 +26,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentd-dev/agentd/actions/wire"
+	"github.com/agentd-dev/agentd/internal/dialaddr"
 )
 
 // ErrBusy is returned when a call is made while another is in flight.
@@ -97,10 +98,15 @@ type frame struct {
 	data []byte
 }
 
+// DialFunc makes a connection to one agentd; the client speaks HTTP and
+// websockets over it. backend.Dialer gives an Instance's.
+type DialFunc = func(ctx context.Context) (net.Conn, error)
+
 // DialOptions tune Dial.
 type DialOptions struct {
-	// HTTPClient replaces the default client (e.g. for tests).
-	HTTPClient *http.Client
+	// Dial, if set, makes the connection (a backend's tunnel or
+	// port-forward); addr then only names the guest in errors.
+	Dial DialFunc
 }
 
 // Dial connects to agentd at addr: "host:port", "ws://host:port", or
@@ -114,7 +120,7 @@ func DialWith(ctx context.Context, addr, token string, opts DialOptions) (*Clien
 	if token == "" {
 		return nil, errors.New("guest: a token is required")
 	}
-	url, hc := endpoint(addr, opts.HTTPClient)
+	url, hc := endpoint(addr, opts.Dial)
 	// net/http ties a 101 response's connection to the request's context, so
 	// the connection gets a context of its own that lives until Close; ctx
 	// bounds only the handshake.
@@ -191,19 +197,21 @@ func refusal(code int) string {
 	return http.StatusText(code)
 }
 
-func endpoint(addr string, hc *http.Client) (string, *http.Client) {
-	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
-		path = strings.TrimPrefix(path, "//")
-		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		}}
+// endpoint returns the URL of agentd's /v1 at addr and the HTTP client
+// that reaches it: over dial when set (or for a unix socket), else the
+// default client to addr's host.
+func endpoint(addr string, dial DialFunc) (string, *http.Client) {
+	if dial == nil && strings.HasPrefix(addr, "unix:") {
+		dial = dialaddr.Func(addr)
+	}
+	if dial != nil {
+		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) }}
 		return "ws://agentd/v1", &http.Client{Transport: tr}
 	}
 	if !strings.Contains(addr, "://") {
 		addr = "ws://" + addr
 	}
-	return strings.TrimSuffix(addr, "/") + "/v1", hc
+	return strings.TrimSuffix(addr, "/") + "/v1", nil
 }
 
 // readLoop owns reading: it forwards every server message to inbox until

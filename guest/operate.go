@@ -111,10 +111,15 @@ type Operator struct {
 // Operate connects to agentd at addr as an operator. Connecting takes
 // nothing: Take does.
 func Operate(ctx context.Context, addr, token string) (*Operator, error) {
+	return OperateWith(ctx, addr, token, DialOptions{})
+}
+
+// OperateWith is Operate with options.
+func OperateWith(ctx context.Context, addr, token string, opts DialOptions) (*Operator, error) {
 	if token == "" {
 		return nil, errors.New("guest: a token is required")
 	}
-	u, hc := endpoint(addr, nil)
+	u, hc := endpoint(addr, opts.Dial)
 	u = strings.TrimSuffix(u, "/v1") + wire.OperatePath
 	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{
 		HTTPClient:   hc,

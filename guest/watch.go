@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,8 +19,8 @@ import (
 type WatchOptions struct {
 	FPS           int
 	Width, Height int
-	// HTTPClient, if set, makes the connection (as in DialOptions).
-	HTTPClient *http.Client
+	// Dial, if set, makes the connection (as in DialOptions).
+	Dial DialFunc
 }
 
 // Watcher receives frames of a guest's screen through agentd's watch role:
@@ -42,7 +41,7 @@ func Watch(ctx context.Context, addr, token string, opts WatchOptions) (*Watcher
 	if token == "" {
 		return nil, errors.New("guest: a token is required")
 	}
-	u, hc := endpoint(addr, opts.HTTPClient)
+	u, hc := endpoint(addr, opts.Dial)
 	u = strings.TrimSuffix(u, "/v1") + wire.WatchPath
 	q := url.Values{}
 	if opts.FPS > 0 {

@@ -140,7 +140,7 @@ func timeFirstAction(ctx context.Context, b backend.Backend, spec backend.Spec, 
 	if err != nil {
 		return 0, nil, err
 	}
-	conn, err := guest.Dial(ctx, g.addr, tok)
+	conn, err := guest.DialWith(ctx, g.addr, tok, g.options())
 	if err != nil {
 		return 0, nil, err
 	}

@@ -38,7 +38,7 @@ it carries a one-time secret that your browser exchanges for a cookie.`)
 	}
 	cfg := console.Config{Listen: *listen, RunsDir: *runs}
 	if g.addr != "" {
-		gs, err := consoleGuest(&g)
+		gs, err := consoleGuest(ctx, &g)
 		if err != nil {
 			return err
 		}
@@ -54,15 +54,15 @@ it carries a one-time secret that your browser exchanges for a cookie.`)
 }
 
 // consoleGuest resolves the guest the console watches.
-func consoleGuest(g *guestFlags) (*console.Guest, error) {
-	if err := g.resolve(); err != nil {
+func consoleGuest(ctx context.Context, g *guestFlags) (*console.Guest, error) {
+	if err := g.resolve(ctx); err != nil {
 		return nil, err
 	}
 	tok, err := g.token()
 	if err != nil {
 		return nil, err
 	}
-	return &console.Guest{Addr: g.addr, Token: tok}, nil
+	return &console.Guest{Addr: g.addr, Token: tok, Dial: g.reach}, nil
 }
 
 func printConsoleURL(w io.Writer, srv *console.Server) {

@@ -17,6 +17,10 @@ import (
 type guestFlags struct {
 	addr      string
 	tokenFile string
+	// reach makes the connection to agentd of a guest known as a backend's
+	// Instance (backend.Dialer: its tunnel or port-forward, else its
+	// address); nil for an address given as such.
+	reach guest.DialFunc
 }
 
 func (g *guestFlags) register(fs *flag.FlagSet) {
@@ -24,26 +28,38 @@ func (g *guestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.tokenFile, "token-file", os.Getenv("AGENTD_TOKEN_FILE"), "file holding agentd's token (default $AGENTD_TOKEN_FILE, else $AGENTD_TOKEN)")
 }
 
-// resolve turns a guest's name into its address and token file; an
-// address is left as it is. A name identifies the guest fully, so its own
-// token file wins over $AGENTD_TOKEN_FILE.
-func (g *guestFlags) resolve() error {
+// resolve turns a guest's name into its address, its token file and the
+// way its backend reaches it; an address is left as it is. A name
+// identifies the guest fully, so its own token file wins over
+// $AGENTD_TOKEN_FILE.
+func (g *guestFlags) resolve(ctx context.Context) error {
 	if g.addr == "" || strings.Contains(g.addr, ":") {
 		return nil
 	}
 	if err := backend.CheckName(g.addr); err != nil {
 		return fmt.Errorf("--guest %q: want host:port, unix:/path or a guest's name", g.addr)
 	}
-	st, err := backend.Record(g.addr)
+	// The handle is not closed: the dial function may need it for as long
+	// as the command talks to the guest, and the command ends with it.
+	inst, err := backend.Open(ctx, g.addr)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("--guest %q: no guest of that name ('agentctl guest status' lists them)", g.addr)
+		return fmt.Errorf("--guest %q: no guest of that name runs ('agentctl guest status' lists them)", g.addr)
 	}
 	if err != nil {
 		return fmt.Errorf("--guest %q: %w", g.addr, err)
 	}
-	g.addr, g.tokenFile = st.Addr, st.TokenFile
+	g.from(inst)
 	return nil
 }
+
+// from points g at inst's agentd.
+func (g *guestFlags) from(inst backend.Instance) {
+	d := inst.Describe()
+	g.addr, g.tokenFile, g.reach = d.Addr, d.TokenFile, backend.Dialer(inst)
+}
+
+// options are the client's options that reach g's agentd.
+func (g *guestFlags) options() guest.DialOptions { return guest.DialOptions{Dial: g.reach} }
 
 func (g *guestFlags) token() (string, error) {
 	if g.tokenFile == "" {
@@ -63,12 +79,12 @@ func (g *guestFlags) dial(ctx context.Context) (*guest.Client, error) {
 	if g.addr == "" {
 		return nil, fmt.Errorf("no guest: pass --guest ADDR (see 'agentctl guest status')")
 	}
-	if err := g.resolve(); err != nil {
+	if err := g.resolve(ctx); err != nil {
 		return nil, err
 	}
 	tok, err := g.token()
 	if err != nil {
 		return nil, err
 	}
-	return guest.Dial(ctx, g.addr, tok)
+	return guest.DialWith(ctx, g.addr, tok, g.options())
 }

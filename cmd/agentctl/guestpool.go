@@ -111,18 +111,18 @@ func drainPool(key backend.PoolKey, out io.Writer) {
 
 // claimPooled takes a guest from a pool ('agentctl guest pool') matching
 // spec on b, if there is one; down takes it down after the run.
-func claimPooled(ctx context.Context, b backend.Backend, spec backend.Spec, out io.Writer) (backend.Description, func(), bool, error) {
+func claimPooled(ctx context.Context, b backend.Backend, spec backend.Spec, out io.Writer) (backend.Instance, func(), error) {
 	inst, name, err := backend.Claim(ctx, backend.KeyOf(b.Name(), spec))
 	if err != nil || inst == nil {
-		return backend.Description{}, nil, false, err
+		return nil, nil, err
 	}
-	defer inst.Close()
 	fmt.Fprintf(out, "took the pooled %s guest %s for this run\n", b.Name(), name)
-	return inst.Describe(), func() {
+	return inst, func() {
+		defer inst.Close()
 		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if _, err := backend.Down(downCtx, name, false); err != nil {
 			fmt.Fprintf(out, "warning: %v\n", err)
 		}
-	}, true, nil
+	}, nil
 }

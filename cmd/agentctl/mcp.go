@@ -84,17 +84,17 @@ not --confirm is given; nobody to ask = refused.`)
 		spec := backend.Spec{Network: *network, Code: slices.Contains(toolList, mcpserver.ToolsCode), Browser: slices.Contains(toolList, mcpserver.ToolsBrowser)}
 		open = func(ctx context.Context) (*mcpserver.Desktop, error) { return openFresh(ctx, fresh, spec) }
 	} else {
-		if err := g.resolve(); err != nil {
+		if err := g.resolve(ctx); err != nil {
 			return err
 		}
 		token, err := g.token()
 		if err != nil {
 			return err
 		}
-		addr := g.addr
-		live = &console.Guest{Addr: addr, Token: token}
+		addr, opts := g.addr, g.options()
+		live = &console.Guest{Addr: addr, Token: token, Dial: opts.Dial}
 		open = func(ctx context.Context) (*mcpserver.Desktop, error) {
-			c, err := guest.Dial(ctx, addr, token)
+			c, err := guest.DialWith(ctx, addr, token, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -163,7 +163,7 @@ func openFresh(ctx context.Context, b backend.Backend, spec backend.Spec) (*mcps
 	token, err := g.token()
 	if err == nil {
 		var c *guest.Client
-		if c, err = guest.Dial(ctx, g.addr, token); err == nil {
+		if c, err = guest.DialWith(ctx, g.addr, token, g.options()); err == nil {
 			var once sync.Once
 			return &mcpserver.Desktop{Client: c, Addr: name, Token: token, Close: func() {
 				once.Do(func() { c.Close(); down() })

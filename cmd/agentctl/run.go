@@ -31,8 +31,8 @@ type guestConn interface {
 }
 
 // dialGuest connects to agentd; tests replace it with a fake desktop.
-var dialGuest = func(ctx context.Context, addr, token string) (guestConn, error) {
-	return guest.Dial(ctx, addr, token)
+var dialGuest = func(ctx context.Context, addr, token string, opts guest.DialOptions) (guestConn, error) {
+	return guest.DialWith(ctx, addr, token, opts)
 }
 
 func runRun(ctx context.Context, args []string) error {
@@ -154,7 +154,7 @@ it is never run again unless answered not-done.`)
 			return err
 		}
 		defer down()
-	} else if err := g.resolve(); err != nil {
+	} else if err := g.resolve(ctx); err != nil {
 		return err
 	}
 	token, err := g.token()
@@ -162,7 +162,7 @@ it is never run again unless answered not-done.`)
 		return err
 	}
 
-	conn, err := dialGuest(ctx, g.addr, token)
+	conn, err := dialGuest(ctx, g.addr, token, g.options())
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ it is never run again unless answered not-done.`)
 	var srv *console.Server
 	if *withConsole {
 		srv, err = console.Start(console.Config{RunsDir: filepath.Dir(s.Dir), CurrentRun: filepath.Base(s.Dir),
-			Guest: &console.Guest{Addr: g.addr, Token: token}})
+			Guest: &console.Guest{Addr: g.addr, Token: token, Dial: g.reach}})
 		if err != nil {
 			return err
 		}
@@ -258,8 +258,10 @@ func (o *originList) Set(v string) error {
 // it started, nil for a pooled one.
 func freshGuest(ctx context.Context, b backend.Backend, g *guestFlags, spec backend.Spec, out io.Writer) (down func(), started backend.Instance, err error) {
 	spec.Desktop, spec.Progress = backend.BrowserAndEditor, guestProgress(out)
-	if d, down, ok, err := claimPooled(ctx, b, spec, out); err != nil || ok {
-		g.addr, g.tokenFile = d.Addr, d.TokenFile
+	if pooled, down, err := claimPooled(ctx, b, spec, out); err != nil || pooled != nil {
+		if pooled != nil {
+			g.from(pooled)
+		}
 		return down, nil, err
 	}
 	fmt.Fprintf(out, "starting a %s guest for this run\n", b.Name())
@@ -267,8 +269,7 @@ func freshGuest(ctx context.Context, b backend.Backend, g *guestFlags, spec back
 	if err != nil {
 		return nil, nil, err
 	}
-	d := inst.Describe()
-	g.addr, g.tokenFile = d.Addr, d.TokenFile
+	g.from(inst)
 	return func() {
 		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()

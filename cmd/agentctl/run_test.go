@@ -93,7 +93,7 @@ func harness(t *testing.T, turns ...respserver.Turn) (*respserver.Server, *deskt
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	d := newDesktop(t)
 	old := dialGuest
-	dialGuest = func(_ context.Context, addr, token string) (guestConn, error) {
+	dialGuest = func(_ context.Context, addr, token string, _ guest.DialOptions) (guestConn, error) {
 		if addr != "127.0.0.1:7000" || token != "guest-token" {
 			t.Errorf("dialed %s with %q", addr, token)
 		}

@@ -17,11 +17,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path"
 	"path/filepath"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/dialaddr"
 )
 
 // Backend starts and finds guests of one kind.
@@ -53,6 +56,22 @@ type Instance interface {
 	// Close releases the handle; the guest runs on (for a guest without a
 	// name, until Down or the end of the program).
 	Close() error
+}
+
+// AgentdDialer is a guest whose agentd is reached through a connection the
+// backend makes (a tunnel, an API server's port-forward), not a stored address.
+type AgentdDialer interface {
+	DialAgentd(ctx context.Context) (net.Conn, error)
+}
+
+// Dialer returns how to reach inst's agentd: its DialAgentd, else a dial of
+// the address it describes ("host:port" or "unix:/path"). Every host
+// program that reaches a guest's agentd from an Instance goes through it.
+func Dialer(inst Instance) func(ctx context.Context) (net.Conn, error) {
+	if d, ok := inst.(AgentdDialer); ok {
+		return d.DialAgentd
+	}
+	return dialaddr.Func(inst.Describe().Addr)
 }
 
 // FileReader is a guest whose files can be read back, for results an
@@ -114,7 +133,7 @@ type Description struct {
 	Backend    string    `json:"backend"`
 	PID        int       `json:"pid,omitempty"` // a local guest's supervisor
 	Display    string    `json:"display"`
-	Addr       string    `json:"addr"` // for guest.Dial
+	Addr       string    `json:"addr"` // for people, and for Dialer when the guest is no AgentdDialer
 	TokenFile  string    `json:"token_file"`
 	Xauthority string    `json:"xauthority,omitempty"`
 	Instance   string    `json:"instance,omitempty"` // a Docker guest's container, a VM guest's Lima instance

@@ -9,8 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/dialaddr"
 )
 
 // timeout bounds one probe: a forward or socket that accepts and never
@@ -26,18 +27,16 @@ func (e *StatusError) Error() string { return fmt.Sprintf("/healthz answered %d"
 // takes) whether it is healthy: nil when /healthz answers 200, a
 // *StatusError for another status, else the error of reaching it.
 func Probe(ctx context.Context, addr string) error {
-	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
-	url := "http://" + addr + "/healthz"
-	if sock, ok := strings.CutPrefix(addr, "unix:"); ok {
-		hc.Transport = &http.Transport{
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", sock)
-			},
-		}
-		url = "http://agentd/healthz"
-	}
+	return ProbeDial(ctx, dialaddr.Func(addr))
+}
+
+// ProbeDial is Probe over a connection dial makes (backend.Dialer).
+func ProbeDial(ctx context.Context, dial func(context.Context) (net.Conn, error)) error {
+	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+	}}
+	url := "http://agentd/healthz"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

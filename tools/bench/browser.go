@@ -105,7 +105,7 @@ func measureBrowser(ctx context.Context, o Options, size Size) (figs []Figure, e
 	if err != nil {
 		return nil, fmt.Errorf("browser guest token: %w", err)
 	}
-	c, err := guest.Dial(ctx, desc.Addr, strings.TrimSpace(string(token)))
+	c, err := guest.DialWith(ctx, desc.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(g)})
 	if err != nil {
 		return nil, err
 	}

@@ -185,7 +185,7 @@ func openSizeBench(ctx context.Context, g backend.Instance, size Size, o Options
 		b.close()
 		return nil, fmt.Errorf("token: %w", err)
 	}
-	if b.client, err = guest.Dial(ctx, d.Addr, strings.TrimSpace(string(token))); err != nil {
+	if b.client, err = guest.DialWith(ctx, d.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(g)}); err != nil {
 		b.close()
 		return nil, err
 	}

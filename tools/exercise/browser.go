@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/tools/respserver"
@@ -62,8 +63,8 @@ func BrowserScript(formURL string) ([]respserver.Turn, error) {
 // driveBrowser runs the browser-mode script against the guest's Chromium
 // (agentd --browser) through the runner and the browser toolset: every
 // change is confirmed, navigation is limited to the form's origin.
-func driveBrowser(ctx context.Context, addr, tokenFile, formURL string, out io.Writer, cfg RunConfig, rep *Report) error {
-	client, err := dialView(ctx, addr, tokenFile)
+func driveBrowser(ctx context.Context, g backend.Instance, formURL string, out io.Writer, cfg RunConfig, rep *Report) error {
+	client, err := dialView(ctx, g)
 	if err != nil {
 		return err
 	}

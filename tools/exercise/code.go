@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/tools/exercise/desktop"
@@ -76,8 +77,8 @@ log("saved", len(note), "characters for", name)
 // driveCode runs the code-mode script against the guest through the
 // runner's exec_py tool. A call that raised or lost its namespace fails the
 // exercise: the later calls depend on the first one's variables.
-func driveCode(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunConfig, rep *Report) error {
-	client, err := dialView(ctx, addr, tokenFile)
+func driveCode(ctx context.Context, g backend.Instance, out io.Writer, cfg RunConfig, rep *Report) error {
+	client, err := dialView(ctx, g)
 	if err != nil {
 		return err
 	}

@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 
 	if cfg.Browser {
 		rep.Browser = true
-		if err := driveBrowser(ctx, d.Addr, d.TokenFile, d.FormURL, out, cfg, rep); err != nil {
+		if err := driveBrowser(ctx, g, d.FormURL, out, cfg, rep); err != nil {
 			return rep, err
 		}
 		data, err := files.ReadFile(ctx, desktop.RemoteRecords)
@@ -174,7 +174,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	if cfg.Code {
 		drives = driveCode
 	}
-	if err := drives(ctx, d.Addr, d.TokenFile, out, cfg, rep); err != nil {
+	if err := drives(ctx, g, out, cfg, rep); err != nil {
 		return rep, err
 	}
 	if err := Verify(ctx, files); err != nil {
@@ -277,8 +277,8 @@ func startScripted(turns []respserver.Turn, cfg RunConfig, suffix string, rep *R
 }
 
 // drive runs the scripted model against the guest through the runner.
-func drive(ctx context.Context, addr, tokenFile string, out io.Writer, cfg RunConfig, rep *Report) error {
-	client, err := dialView(ctx, addr, tokenFile)
+func drive(ctx context.Context, g backend.Instance, out io.Writer, cfg RunConfig, rep *Report) error {
+	client, err := dialView(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -401,12 +401,13 @@ func checkLookupAnswered(model *respserver.Server) error {
 }
 
 // dialView connects to the guest's agentd with the model's view.
-func dialView(ctx context.Context, addr, tokenFile string) (*guest.Client, error) {
-	token, err := os.ReadFile(tokenFile)
+func dialView(ctx context.Context, g backend.Instance) (*guest.Client, error) {
+	d := g.Describe()
+	token, err := os.ReadFile(d.TokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("exercise: token: %w", err)
 	}
-	client, err := guest.Dial(ctx, addr, strings.TrimSpace(string(token)))
+	client, err := guest.DialWith(ctx, d.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(g)})
 	if err != nil {
 		return nil, fmt.Errorf("exercise: %w", err)
 	}
