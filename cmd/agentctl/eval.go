@@ -53,14 +53,14 @@ func runEval(ctx context.Context, args []string) error {
 	if *parallel < 1 || *trials < 1 {
 		return errors.New("--parallel and --trials want 1 or more")
 	}
-	var results []eval.Result
+	var rep *eval.Report
 	var err error
 	if *resume != "" {
 		if len(suiteArg) != 0 {
 			return errors.New("--resume takes no suite: it runs the folder's")
 		}
 		opts.Out = *resume
-		results, err = eval.Resume(ctx, *resume, opts)
+		rep, err = eval.Resume(ctx, *resume, opts)
 	} else {
 		if len(suiteArg) != 1 {
 			fs.Usage()
@@ -81,10 +81,10 @@ func runEval(ctx context.Context, args []string) error {
 		if opts.Out == "" {
 			opts.Out = "eval-" + time.Now().Format("20060102-150405")
 		}
-		results, err = eval.Run(ctx, suite, opts)
+		rep, err = eval.Run(ctx, suite, opts)
 	}
-	if len(results) > 0 {
-		eval.PrintSummary(os.Stdout, opts.Out, results)
+	if rep != nil && len(rep.Results) > 0 {
+		eval.PrintSummary(os.Stdout, opts.Out, rep)
 	}
 	return err
 }

@@ -64,6 +64,9 @@ func (c localCommander) Command(ctx context.Context, argv []string) ([]byte, int
 // commanderOf is the guest's Commander, or nil when its backend offers
 // none.
 func commanderOf(inst backend.Instance) Commander {
+	if p, ok := inst.(pooledGuest); ok {
+		inst = p.Instance
+	}
 	if c, ok := inst.(Commander); ok {
 		return c
 	}

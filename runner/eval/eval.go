@@ -62,8 +62,18 @@ const (
 	resultsFile = "results.jsonl"
 )
 
+// Report is what an evaluation's invocation did.
+type Report struct {
+	// Results are every trial's, this invocation's and earlier ones'.
+	Results []Result
+	// Ran trials in Wall at Parallel at once (this invocation only).
+	Ran      int
+	Wall     time.Duration
+	Parallel int
+}
+
 // Run evaluates suite as opts say, in a new output folder.
-func Run(ctx context.Context, suite *Suite, opts Options) ([]Result, error) {
+func Run(ctx context.Context, suite *Suite, opts Options) (*Report, error) {
 	if opts.Trials <= 0 {
 		opts.Trials = 1
 	}
@@ -96,7 +106,7 @@ func Run(ctx context.Context, suite *Suite, opts Options) ([]Result, error) {
 // Resume goes on with the evaluation in dir: only the trials without a
 // result run, each in a fresh guest. The plan is dir's; opts give the
 // parallelism, the progress and the agentd binary.
-func Resume(ctx context.Context, dir string, opts Options) ([]Result, error) {
+func Resume(ctx context.Context, dir string, opts Options) (*Report, error) {
 	data, err := os.ReadFile(filepath.Join(dir, planFile))
 	if err != nil {
 		return nil, fmt.Errorf("eval: resume: %w", err)
@@ -151,7 +161,7 @@ type job struct {
 }
 
 // run runs the plan's trials that have no result in opts.Out yet.
-func run(ctx context.Context, p plan, opts Options) ([]Result, error) {
+func run(ctx context.Context, p plan, opts Options) (*Report, error) {
 	resultsPath := filepath.Join(opts.Out, resultsFile)
 	done, err := readResults(resultsPath)
 	if err != nil {
@@ -233,13 +243,14 @@ feed:
 	}
 	close(queue)
 	wg.Wait()
+	rep := &Report{Results: done, Ran: prog.ran, Wall: time.Since(prog.start), Parallel: parallel}
 	if writeErr != nil {
-		return done, writeErr
+		return rep, writeErr
 	}
 	if err := ctx.Err(); err != nil {
-		return done, fmt.Errorf("eval stopped (%w): 'agentctl eval --resume %s' runs the trials left", err, opts.Out)
+		return rep, fmt.Errorf("eval stopped (%w): 'agentctl eval --resume %s' runs the trials left", err, opts.Out)
 	}
-	return done, nil
+	return rep, nil
 }
 
 // runJob runs one trial in a fresh folder of its own: what an earlier,

@@ -51,11 +51,12 @@ func TestBuiltinScripted(t *testing.T) {
 			for _, wrong := range []bool{false, true} {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 				out := filepath.Join(t.TempDir(), "eval")
-				rs, err := Run(ctx, &Suite{Name: "one", Tasks: []*Task{task}}, Options{Scripted: true, Wrong: wrong, AgentdPath: agentd, Out: out})
+				rep, err := Run(ctx, &Suite{Name: "one", Tasks: []*Task{task}}, Options{Scripted: true, Wrong: wrong, AgentdPath: agentd, Out: out})
 				cancel()
 				if err != nil {
 					t.Fatal(err)
 				}
+				rs := rep.Results
 				if len(rs) != 1 {
 					t.Fatalf("%d results, want 1", len(rs))
 				}

@@ -9,11 +9,27 @@ import (
 	"time"
 )
 
-// PrintSummary writes the summary of results: per task its passes, pass
+// PrintSummary writes rep's summary (PrintResults) and this invocation's
+// throughput: trials a minute, and a trial's time beyond its guest's start
+// and the run itself (agentd dial, checkers, the guest's down).
+func PrintSummary(w io.Writer, dir string, rep *Report) {
+	PrintResults(w, dir, rep.Results)
+	if rep.Ran == 0 {
+		return
+	}
+	var up, run, over []float64
+	for _, r := range rep.Results[len(rep.Results)-rep.Ran:] {
+		up, run, over = append(up, r.GuestUp), append(run, r.RunSeconds), append(over, r.Seconds-r.GuestUp-r.RunSeconds)
+	}
+	fmt.Fprintf(w, "throughput: %d trials in %s at --parallel %d: %.1f trials/min; per trial (medians): guest up %s, run %s, the rest %s\n",
+		rep.Ran, rep.Wall.Round(time.Second), rep.Parallel, float64(rep.Ran)/rep.Wall.Minutes(), fmtSecs(median(up)), fmtSecs(median(run)), fmtSecs(median(over)))
+}
+
+// PrintResults writes the summary of results: per task its passes, pass
 // rate and medians, then the overall rate and, with more than one trial
 // per task, pass@k (the chance that at least one of k trials passes,
 // estimated per task from its n trials and averaged).
-func PrintSummary(w io.Writer, dir string, results []Result) {
+func PrintResults(w io.Writer, dir string, results []Result) {
 	byTask := map[string][]Result{}
 	var order []string
 	for _, r := range results {

@@ -34,7 +34,9 @@ type Result struct {
 	// GuestUp the part spent starting (or claiming) the guest.
 	Seconds float64 `json:"seconds"`
 	GuestUp float64 `json:"guest_up_seconds"`
-	Pooled  bool    `json:"pooled,omitempty"`
+	// RunSeconds is the runner's run alone: the model and the actions.
+	RunSeconds float64 `json:"run_seconds"`
+	Pooled     bool    `json:"pooled,omitempty"`
 	// Record is the run record's folder, relative to the output folder.
 	Record string `json:"record,omitempty"`
 	// Error is why the run or the guest failed; the verdicts still say
@@ -274,7 +276,7 @@ func drive(ctx context.Context, t *Task, client *guest.Client, cfg trialConfig, 
 		err = ferr
 	}
 	if out != nil {
-		res.Steps, res.Tokens = out.Steps, out.Usage.TotalTokens
+		res.Steps, res.Tokens, res.RunSeconds = out.Steps, out.Usage.TotalTokens, out.Duration.Seconds()
 	}
 	return err
 }
