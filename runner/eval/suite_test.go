@@ -35,10 +35,10 @@ func TestBuiltinSuiteShape(t *testing.T) {
 	}
 }
 
-// TestBuiltinScripted runs every built-in task on local guests twice: its
-// scripted solution must pass every checker, its scripted_wrong one must
-// fail every checker — each checker tells right from wrong on the real
-// desktop's state.
+// TestBuiltinScripted runs every built-in task on local guests twice, two
+// trials at once: its scripted solution must pass every checker, its
+// scripted_wrong one must fail every checker — each checker tells right
+// from wrong on the real desktop's state.
 func TestBuiltinScripted(t *testing.T) {
 	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad", "chromium", "xprop")
 	agentd := agentdtest.Binary(t)
@@ -46,36 +46,31 @@ func TestBuiltinScripted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, task := range s.Tasks {
-		t.Run(task.ID, func(t *testing.T) {
-			for _, wrong := range []bool{false, true} {
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				out := filepath.Join(t.TempDir(), "eval")
-				rep, err := Run(ctx, &Suite{Name: "one", Tasks: []*Task{task}}, Options{Scripted: true, Wrong: wrong, AgentdPath: agentd, Out: out})
-				cancel()
-				if err != nil {
-					t.Fatal(err)
-				}
-				rs := rep.Results
-				if len(rs) != 1 {
-					t.Fatalf("%d results, want 1", len(rs))
-				}
-				r := rs[0]
-				if !wrong {
-					if !r.Pass {
-						t.Errorf("scripted: did not pass: error %q, verdicts %+v", r.Error, r.Verdicts)
-					}
-					continue
-				}
-				if r.Pass {
-					t.Errorf("scripted_wrong passed: %+v", r.Verdicts)
-				}
+	for _, wrong := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		out := filepath.Join(t.TempDir(), "eval")
+		rep, err := Run(ctx, s, Options{Scripted: true, Wrong: wrong, AgentdPath: agentd, Out: out, Parallel: 2})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Results) != len(s.Tasks) {
+			t.Fatalf("%d results, want %d", len(rep.Results), len(s.Tasks))
+		}
+		for _, r := range rep.Results {
+			switch {
+			case !wrong && !r.Pass:
+				t.Errorf("%s scripted: did not pass: error %q, verdicts %+v", r.Task, r.Error, r.Verdicts)
+			case wrong:
 				for _, v := range r.Verdicts {
 					if v.Pass {
-						t.Errorf("scripted_wrong: checker %s passed (read %q): it cannot tell right from wrong", v.Checker, v.Read)
+						t.Errorf("%s scripted_wrong: checker %s passed (read %q): it cannot tell right from wrong", r.Task, v.Checker, v.Read)
 					}
 				}
+				if r.Pass || len(r.Verdicts) == 0 {
+					t.Errorf("%s scripted_wrong passed: %+v", r.Task, r.Verdicts)
+				}
 			}
-		})
+		}
 	}
 }
