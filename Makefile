@@ -61,13 +61,13 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved und
 # The fault, attack and soak tests `make reliability` runs (with -race, on
 # private Xvfb displays), and the soak's length: SOAK screenshots and SOAK
 # actions (the full soak: SOAK=10000).
-RELIABILITY_RUN ?= Auth|Sandbox|Token|ListenAddr|Refused|Killed|Malformed|Oversized|Stalled|Dropped|Busy|Health|XServerRestarted|ReconnectsAfterXRestart|Failure|Cancel|Retry|Hangup|Timeout|Truncated|ServerErrors|Record|E2ERunner|Soak|Takeover|BrowserPolicy|BrowserSafety
+RELIABILITY_RUN ?= Auth|Sandbox|Token|ListenAddr|Refused|Killed|Malformed|Oversized|Stalled|Dropped|Busy|Health|XServerRestarted|ReconnectsAfterXRestart|Failure|Cancel|Retry|Hangup|Timeout|Truncated|ServerErrors|Record|E2ERunner|Soak|Takeover|HandBack|Handback|BrowserPolicy|BrowserSafety|BrowserConsent|Hide|Private|Ensure
 SOAK ?= 100
 
 .PHONY: reliability
 reliability: build ## Run the fault, security and soak tests (SOAK=N), then every fuzz target for 10s.
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) AGENTD_SOAK=$(SOAK) $(GO) test $(GOFLAGS_T) -timeout 30m -v \
-		-run '$(RELIABILITY_RUN)' ./agentd/ ./agentd/codeexec/ ./agentd/executor/ ./agentd/input/xtest/ ./cmd/agentd/ ./runner/ ./tools/respserver/ ./console/ ./cmd/agentctl/ ./runner/browser/ ./actions/browserrpc/ > $(BIN)/reliability.log 2>&1; \
+		-run '$(RELIABILITY_RUN)' ./agentd/ ./agentd/codeexec/ ./agentd/executor/ ./agentd/input/xtest/ ./cmd/agentd/ ./runner/ ./tools/respserver/ ./console/ ./cmd/agentctl/ ./runner/browser/ ./runner/session/ ./runner/ledger/ ./actions/browserrpc/ ./internal/hidepaths/ ./internal/statedir/ > $(BIN)/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |FAIL|ok|panic)|soak:' $(BIN)/reliability.log; \
 		[ $$status -eq 0 ] || { echo "make reliability: tests failed, see $(BIN)/reliability.log"; exit $$status; }
 	$(MAKE) fuzz FUZZTIME=10s
