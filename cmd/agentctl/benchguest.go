@@ -25,6 +25,7 @@ func benchGuestStart(ctx context.Context, args []string) error {
 	where := fs.String("backend", "docker", "the backend whose guests are started")
 	rounds := fs.Int("rounds", 3, "cold and pooled starts measured, each")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
+	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ func runExercise(ctx context.Context, args []string) error {
 	mode := fs.String("mode", "computer", "computer: the scripted model uses the computer tool; code: it writes Python (exec_py); browser: it fills the form through the browser toolset on agentd's Chromium (local or docker guest)")
 	live := fs.Bool("live", false, "a real model instead of the scripted one, through OPENAI_API_KEY (and OPENAI_BASE_URL when set); computer mode; verified the same way")
 	model := fs.String("model", exercise.DefaultLiveModel, "with --live: the model")
+	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

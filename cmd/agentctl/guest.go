@@ -18,6 +18,7 @@ import (
 
 	// The backends agentctl offers, each registered by its package.
 	_ "github.com/agentd-dev/agentd/docker"
+	_ "github.com/agentd-dev/agentd/kubernetes"
 	_ "github.com/agentd-dev/agentd/vm"
 )
 
@@ -76,7 +77,7 @@ type upOptions struct {
 }
 
 func (o *upOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.backend, "backend", "local", "where the guest runs: "+strings.Join(backend.Names(), ", ")+" (local: this machine's Xvfb, docker: a hardened container, vm: a Lima VM)")
+	fs.StringVar(&o.backend, "backend", "local", "where the guest runs: "+strings.Join(backend.Names(), ", ")+" (local: this machine's Xvfb, docker: a hardened container, kubernetes: a hardened Pod, vm: a Lima VM)")
 	fs.StringVar(&o.name, "name", defaultGuestName, "guest name")
 	fs.StringVar(&o.size, "size", fmt.Sprintf("%dx%d", local.DefaultWidth, local.DefaultHeight), "screen size WIDTHxHEIGHT")
 	fs.StringVar(&o.apps, "apps", "none", "applications: exercise (browser with the pickup form, text editor), desktop (browser and editor; docker and vm) or none")
@@ -131,6 +132,7 @@ func guestUp(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("guest up", flag.ContinueOnError)
 	var o upOptions
 	o.register(fs)
+	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -179,6 +181,7 @@ func printGuest(w io.Writer, d backend.Description) {
 func guestDown(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("guest down", flag.ContinueOnError)
 	name := fs.String("name", defaultGuestName, "guest name")
+	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -199,6 +202,7 @@ func guestStatus(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("guest status", flag.ContinueOnError)
 	name := fs.String("name", "", "guest name (default: every guest)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ func guestPool(ctx context.Context, args []string) error {
 	network := fs.Bool("network", false, "guests with a network, for 'agentctl run --network'")
 	code := fs.Bool("code", false, "guests whose agentd runs code, for 'agentctl run --mode code'")
 	browser := fs.Bool("browser", false, "guests whose agentd drives Chromium, for 'agentctl run --mode browser'")
+	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -55,6 +55,7 @@ page are asked of a person (elicitation, the console, the terminal) whether or
 not --confirm is given; nobody to ask = refused.`)
 		fs.PrintDefaults()
 	}
+	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -83,6 +83,7 @@ last screenshot and asked about on the terminal (or given with --reconcile);
 it is never run again unless answered not-done.`)
 		fs.PrintDefaults()
 	}
+	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -1,7 +1,7 @@
 // Package prereq is the one way tests handle a missing prerequisite (an X
 // server, a Docker engine, a cross toolchain, Lima): skip, naming what is
 // missing, or fail where the environment says it must be there (CI sets
-// AGENTD_REQUIRE_X and AGENTD_REQUIRE_DOCKER), so a missing install is
+// AGENTD_REQUIRE_X, AGENTD_REQUIRE_DOCKER and AGENTD_REQUIRE_KUBERNETES), so a missing install is
 // never a silent pass.
 package prereq
 
@@ -22,6 +22,9 @@ const (
 	Docker Kind = "AGENTD_REQUIRE_DOCKER" // a Docker engine and the guest image
 	Cross  Kind = "AGENTD_REQUIRE_CROSS"  // the arm64 agentd, qemu-user
 	Lima   Kind = "AGENTD_REQUIRE_LIMA"   // limactl
+	// Kubernetes: a cluster (shared/tools/kubernetes's, or
+	// $AGENTD_KUBECONFIG's) with the guest image (internal/k8stest).
+	Kubernetes Kind = "AGENTD_REQUIRE_KUBERNETES"
 )
 
 // Required reports whether the environment requires k's prerequisites.
