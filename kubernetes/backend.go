@@ -93,6 +93,9 @@ func (b *Backend) up(ctx context.Context, c *clients, spec backend.Spec, apps ba
 	if spec.Name != "" {
 		lbl[LabelGuest] = spec.Name
 	}
+	for k, v := range b.extraLabels {
+		lbl[k] = v
+	}
 	cfg := podConfig{
 		name: p.name, namespace: p.namespace, labels: lbl, opts: b.Options,
 		width: w, height: h, apps: apps.Apps, url: apps.URL, file: apps.File,
@@ -245,6 +248,17 @@ func (p *pod) waitReady(ctx context.Context, timeout time.Duration, mark func(st
 		case <-tick.C:
 		}
 	}
+}
+
+// podReady reports whether the kubelet says the Pod is Ready: its
+// readiness probe, agentd's /healthz, passes.
+func podReady(po *corev1.Pod) bool {
+	for _, c := range po.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // describe says where a Pod's start is, for a timeout's message.

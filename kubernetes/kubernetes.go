@@ -107,6 +107,8 @@ type Options struct {
 // on first use.
 type Backend struct {
 	Options Options
+	// extraLabels go on the Pods Up starts (a pool's).
+	extraLabels map[string]string
 
 	mu  sync.Mutex
 	cli *clients

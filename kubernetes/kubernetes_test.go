@@ -196,7 +196,9 @@ func TestHardenedPodAdmittedUnderRestricted(t *testing.T) {
 	for name, weaken := range map[string]func(*corev1.Pod){
 		"privileged":   func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Privileged = ptr(true) },
 		"capabilities": func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Capabilities = nil },
-		"root":         func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsNonRoot, p.Spec.SecurityContext.RunAsUser = nil, ptr(int64(0)) },
+		"root": func(p *corev1.Pod) {
+			p.Spec.SecurityContext.RunAsNonRoot, p.Spec.SecurityContext.RunAsUser = nil, ptr(int64(0))
+		},
 	} {
 		cfg := podConfig{name: "agentd-test-" + name, namespace: DefaultNamespace, width: 640, height: 480, opts: b.Options}
 		bad := cfg.pod()
@@ -211,15 +213,6 @@ func TestHardenedPodAdmittedUnderRestricted(t *testing.T) {
 			t.Errorf("a %s Pod: %v, want Pod Security's refusal", name, err)
 		}
 	}
-}
-
-func podReady(po *corev1.Pod) bool {
-	for _, c := range po.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // checkPolicy checks the guest's NetworkPolicy: it selects exactly the Pod,
