@@ -209,7 +209,7 @@ func (p *pod) waitReady(ctx context.Context, timeout time.Duration, mark func(st
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	last := "the Pod is not scheduled yet"
-	running := false
+	running, seen := false, false
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -217,17 +217,22 @@ func (p *pod) waitReady(ctx context.Context, timeout time.Duration, mark func(st
 		switch {
 		case apierrors.IsNotFound(err):
 			return p.errorf("the Pod vanished while starting")
-		case err != nil && ctx.Err() == nil:
-			last = err.Error()
+		case err != nil:
+			// The Pod's last state says more than a failed poll.
+			if !seen {
+				last = "asking the API server: " + err.Error()
+			}
 		case err == nil:
 			if why := stopped(po); why != "" {
 				return p.errorf("%s before agentd answered", why)
 			}
-			last = describe(po)
-			for _, cs := range po.Status.ContainerStatuses {
+			seen, last = true, describe(po)
+			for _, cs := range slices.Concat(po.Status.InitContainerStatuses, po.Status.ContainerStatuses) {
 				if w := cs.State.Waiting; w != nil && slices.Contains(neverStarts, w.Reason) {
-					return p.errorf("its container cannot start: %s: %s", w.Reason, w.Message)
+					return p.errorf("its %s container cannot start: %s: %s", cs.Name, w.Reason, w.Message)
 				}
+			}
+			for _, cs := range po.Status.ContainerStatuses {
 				if cs.State.Running != nil && !running {
 					running = true
 					mark("running")
@@ -268,9 +273,9 @@ func describe(po *corev1.Pod) string {
 			return fmt.Sprintf("not scheduled: %s: %s", c.Reason, c.Message)
 		}
 	}
-	for _, cs := range po.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil {
-			return fmt.Sprintf("container waiting: %s: %s", w.Reason, w.Message)
+	for _, cs := range slices.Concat(po.Status.InitContainerStatuses, po.Status.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "PodInitializing" {
+			return fmt.Sprintf("container %s waiting: %s: %s", cs.Name, w.Reason, w.Message)
 		}
 	}
 	return "phase " + string(po.Status.Phase)

@@ -20,6 +20,7 @@ import (
 // seconds with an error naming the Pod, Down of the vanished Pod succeeds,
 // and nothing of the guest is left.
 func TestPodDeletedMidRun(t *testing.T) {
+	t.Parallel()
 	b := testBackend(t)
 	inst := up(t, b, backend.Spec{Width: 640, Height: 480})
 	c := dial(t, inst)

@@ -213,6 +213,11 @@ func stopped(po *corev1.Pod) string {
 	if po.Status.Reason != "" && po.Status.Phase != corev1.PodRunning && po.Status.Phase != corev1.PodPending {
 		return fmt.Sprintf("the Pod %s: %s", po.Status.Reason, po.Status.Message)
 	}
+	for _, cs := range po.Status.InitContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return fmt.Sprintf("its %s container failed (%s, exit code %d)", cs.Name, t.Reason, t.ExitCode)
+		}
+	}
 	for _, cs := range po.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {
 			return fmt.Sprintf("its container ended (%s, exit code %d)", t.Reason, t.ExitCode)

@@ -11,10 +11,10 @@
 //     memory-backed emptyDirs where the desktop writes (/tmp, the home,
 //     /dev/shm, agentd's private directory), no service account token,
 //     CPU, memory and ephemeral-storage requests and limits;
-//   - agentd's token in a Secret of its own, mounted read-only into agentd's
-//     private directory (mode 0400, group-readable through fsGroup: only the
-//     pod's one user reads it, and the entrypoint closes that directory to
-//     the desktop's applications);
+//   - agentd's token in a Secret of its own, which only an init container
+//     mounts, copying it into agentd's private directory as agentd wants it
+//     (0600, its user's); the entrypoint closes that directory to the
+//     desktop's applications;
 //   - no Service and no exposed port: agentd listens on the pod's loopback
 //     and is reached through the API server's port-forward (DialAgentd);
 //   - a NetworkPolicy selecting the pod that denies all ingress, and all

@@ -124,6 +124,7 @@ func left(t *testing.T, p *pod) []string {
 // it; and the same Pod made privileged, or keeping its capabilities, is
 // refused there.
 func TestHardenedPodAdmittedUnderRestricted(t *testing.T) {
+	t.Parallel()
 	b := testBackend(t)
 	inst := up(t, b, backend.Spec{Width: 640, Height: 480})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -172,15 +173,16 @@ func TestHardenedPodAdmittedUnderRestricted(t *testing.T) {
 	if !podReady(po) {
 		t.Errorf("the Pod is not Ready: %+v", po.Status.Conditions)
 	}
-	// Agentd's user, and only it, reads the token; nothing else in the
+	// Agentd's user, and only it, reads the token (the init container's
+	// copy: the desktop's container does not mount the Secret); nothing else in the
 	// root filesystem is writable.
 	var out, errOut strings.Builder
 	if err := inst.p.exec(ctx, []string{"sh", "-c", "id -u; stat -L -c '%a %u %g' /run/agentd/token; touch /usr/x 2>&1 || true"}, &out, &errOut); err != nil {
 		t.Fatalf("exec: %v: %s", err, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || lines[0] != "1000" || lines[1] != "440 0 1000" || !strings.Contains(lines[2], "Read-only file system") {
-		t.Errorf("in the Pod: %q, want uid 1000, the token 0440 root:1000, a read-only root", lines)
+	if len(lines) != 3 || lines[0] != "1000" || lines[1] != "600 1000 1000" || !strings.Contains(lines[2], "Read-only file system") {
+		t.Errorf("in the Pod: %q, want uid 1000, the token 0600 1000:1000, a read-only root", lines)
 	}
 
 	checkPolicy(t, inst.p, true, po)
@@ -194,7 +196,10 @@ func TestHardenedPodAdmittedUnderRestricted(t *testing.T) {
 
 	// The same Pod, less hardened, is refused by admission.
 	for name, weaken := range map[string]func(*corev1.Pod){
-		"privileged":   func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Privileged = ptr(true) },
+		"privileged": func(p *corev1.Pod) {
+			// Validation refuses privileged with no escalation anyway.
+			p.Spec.Containers[0].SecurityContext.Privileged, p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true), nil
+		},
 		"capabilities": func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Capabilities = nil },
 		"root": func(p *corev1.Pod) {
 			p.Spec.SecurityContext.RunAsNonRoot, p.Spec.SecurityContext.RunAsUser = nil, ptr(int64(0))
@@ -253,6 +258,7 @@ func checkPolicy(t *testing.T, p *pod, denyEgress bool, po *corev1.Pod) {
 // with the reason; one that is never scheduled fails it at StartTimeout,
 // with the Pod's events in the message; neither leaves anything behind.
 func TestUpNeverReadyFailsWithEvents(t *testing.T) {
+	t.Parallel()
 	base := testBackend(t)
 	for _, tc := range []struct {
 		name   string
@@ -295,7 +301,10 @@ func TestUpNeverReadyFailsWithEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, po := range list.Items {
-				if po.Spec.Containers[0].Image == b.Options.Image || po.Spec.Containers[0].Resources.Requests.Cpu().Cmp(resource.MustParse("500")) == 0 {
+				// This case's Pods: its image, or its request (other tests'
+				// guests run beside it).
+				c0 := po.Spec.Containers[0]
+				if c0.Image == b.Options.Image && b.Options.Image != base.Options.Image || c0.Resources.Requests.Cpu().Cmp(b.Options.Requests[corev1.ResourceCPU]) == 0 {
 					t.Errorf("Pod %s left after the failed Up", po.Name)
 				}
 			}
@@ -308,6 +317,7 @@ func TestUpNeverReadyFailsWithEvents(t *testing.T) {
 // Secret, reaches agentd and takes it down; the first one's Down of the
 // vanished Pod then succeeds.
 func TestNamedGuestFoundFromAnotherProcess(t *testing.T) {
+	t.Parallel()
 	b := testBackend(t)
 	name := "k8s-test-open"
 	inst := up(t, b, backend.Spec{Name: name, Width: 640, Height: 480})

@@ -18,7 +18,8 @@ import (
 // Inside the Pod; docker/entrypoint.sh and healthcheck.sh use the same.
 const (
 	containerName = "guest"
-	runDir        = "/run/agentd" // agentd's private directory
+	runDir        = "/run/agentd"        // agentd's private directory
+	secretDir     = "/run/agentd-secret" // the token's Secret, in the init container only
 	tokenName     = "token"
 	configDir     = "/run/agentd/config"
 	agentdPort    = 7010 // AGENTD_LISTEN, on the Pod's loopback
@@ -102,8 +103,11 @@ func (p podConfig) pod() *corev1.Pod {
 		q := resource.MustParse(size)
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: mem, SizeLimit: &q}}}
 	}
-	// The token's file: read-only, 0400 and the fsGroup's (the kubelet
-	// adds group read for it), so only the Pod's user reads it.
+	// The Secret's file is read-only, 0400, and the fsGroup's: the kubelet
+	// adds group read for it, and agentd refuses a token others than its
+	// user may read. So an init container, the Pod's one user too, copies
+	// it into agentd's private directory as agentd wants it (0600, its
+	// user's), and the desktop's container never mounts the Secret.
 	tokenMode := int32(0o400)
 	volumes := []corev1.Volume{
 		tmpfs("tmp", "512Mi"),
@@ -120,10 +124,6 @@ func (p podConfig) pod() *corev1.Pod {
 		{Name: "home", MountPath: DefaultHome},
 		{Name: "shm", MountPath: "/dev/shm"},
 		{Name: "run", MountPath: runDir},
-		// The entrypoint reads the token from agentd's private directory,
-		// which must itself be writable: the Secret's one file is mounted
-		// into it.
-		{Name: "token", MountPath: path.Join(runDir, tokenName), SubPath: tokenName, ReadOnly: true},
 	}
 	if len(p.configItems) > 0 {
 		volumes = append(volumes, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -135,6 +135,15 @@ func (p podConfig) pod() *corev1.Pod {
 	var runtimeClass *string
 	if p.opts.RuntimeClass != "" {
 		runtimeClass = &p.opts.RuntimeClass
+	}
+	hardened := func() *corev1.SecurityContext {
+		return &corev1.SecurityContext{
+			Privileged:               ptr(false),
+			AllowPrivilegeEscalation: ptr(false),
+			ReadOnlyRootFilesystem:   ptr(true),
+			RunAsNonRoot:             ptr(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
 	}
 	grace := int64(10) // the entrypoint gives each child 2 s
 	return &corev1.Pod{
@@ -157,6 +166,18 @@ func (p podConfig) pod() *corev1.Pod {
 				FSGroup:        &uid,
 				SeccompProfile: seccomp,
 			},
+			InitContainers: []corev1.Container{{
+				Name:            "token",
+				Image:           image,
+				ImagePullPolicy: corev1.PullPolicy(p.opts.PullPolicy),
+				Command:         []string{"install", "-m", "0600", path.Join(secretDir, tokenName), path.Join(runDir, tokenName)},
+				Resources:       resources,
+				SecurityContext: hardened(),
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "run", MountPath: runDir},
+					{Name: "token", MountPath: secretDir, ReadOnly: true},
+				},
+			}},
 			Containers: []corev1.Container{{
 				Name:            containerName,
 				Image:           image,
@@ -164,13 +185,7 @@ func (p podConfig) pod() *corev1.Pod {
 				Env:             env,
 				Resources:       resources,
 				VolumeMounts:    mounts,
-				SecurityContext: &corev1.SecurityContext{
-					Privileged:               ptr(false),
-					AllowPrivilegeEscalation: ptr(false),
-					ReadOnlyRootFilesystem:   ptr(true),
-					RunAsNonRoot:             ptr(true),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
+				SecurityContext: hardened(),
 				// The image's healthcheck asks agentd's /healthz on the
 				// Pod's loopback: agentd listens nowhere else.
 				ReadinessProbe: &corev1.Probe{

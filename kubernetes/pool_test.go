@@ -17,6 +17,7 @@ import (
 // exactly once, the 15 others find none and, waiting for a replacement
 // that no keeper starts, fail with ErrPoolEmpty.
 func TestClaimRace(t *testing.T) {
+	t.Parallel()
 	b := testBackend(t)
 	spec := backend.Spec{Width: 640, Height: 480}
 	key := backend.KeyOf(b.Name(), spec)

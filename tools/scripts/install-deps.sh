@@ -16,6 +16,8 @@ packages=(
   scrot imagemagick
   # agentd --code: the Python worker and PIL for pyautogui.screenshot()
   python3 python3-pil
+  # the kubernetes guest's tests: the node of shared/tools/kubernetes's cluster (its README)
+  containerd runc containernetworking-plugins busybox-static iptables
 )
 
 missing=()
