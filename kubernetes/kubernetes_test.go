@@ -265,14 +265,17 @@ func TestUpNeverReadyFailsWithEvents(t *testing.T) {
 		opts   func(*Options)
 		within time.Duration
 		want   []string
+		mine   func(corev1.Container) bool
 	}{
 		{"missing image", func(o *Options) { o.Image = "agentd-no-such-image:test" },
-			time.Minute, []string{"ErrImageNeverPull", "agentd-no-such-image"}},
+			time.Minute, []string{"ErrImageNeverPull", "agentd-no-such-image"},
+			func(c corev1.Container) bool { return c.Image == "agentd-no-such-image:test" }},
 		{"unschedulable", func(o *Options) {
 			o.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500")}
 			o.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500")}
 			o.StartTimeout = 10 * time.Second
-		}, 40 * time.Second, []string{"not ready after 10s", "FailedScheduling", "Insufficient cpu"}},
+		}, 40 * time.Second, []string{"not ready after 10s", "FailedScheduling", "Insufficient cpu"},
+			func(c corev1.Container) bool { return c.Resources.Requests.Cpu().Cmp(resource.MustParse("500")) == 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &Backend{Options: base.Options}
@@ -301,10 +304,8 @@ func TestUpNeverReadyFailsWithEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, po := range list.Items {
-				// This case's Pods: its image, or its request (other tests'
-				// guests run beside it).
-				c0 := po.Spec.Containers[0]
-				if c0.Image == b.Options.Image && b.Options.Image != base.Options.Image || c0.Resources.Requests.Cpu().Cmp(b.Options.Requests[corev1.ResourceCPU]) == 0 {
+				// This case's Pods: other tests' guests run beside it.
+				if tc.mine(po.Spec.Containers[0]) {
 					t.Errorf("Pod %s left after the failed Up", po.Name)
 				}
 			}
