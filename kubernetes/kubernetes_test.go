@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -78,10 +76,7 @@ func dial(t *testing.T, inst *instance) *guest.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return inst.DialAgentd(ctx)
-	}}}
-	c, err := guest.DialWith(ctx, "agentd", strings.TrimSpace(string(token)), guest.DialOptions{HTTPClient: hc})
+	c, err := guest.DialWith(ctx, inst.Describe().Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(inst)})
 	if err != nil {
 		t.Fatalf("dial agentd in %s: %v", inst.p.name, err)
 	}

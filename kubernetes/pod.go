@@ -81,30 +81,9 @@ func (p *pod) keepToken(token string) error {
 	return os.Rename(tmp, p.tokenFile)
 }
 
-// dialer is an http.Client reaching agentd through the port-forward.
-func (p *pod) httpClient() *http.Client {
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: true,
-		DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return p.forward(ctx, false) },
-	}}
-}
-
 // healthz asks agentd's /healthz through the port-forward: nil for 200.
 func (p *pod) healthz(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://agentd/healthz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := p.httpClient().Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return &healthz.StatusError{Code: resp.StatusCode}
-	}
-	return nil
+	return healthz.ProbeDial(ctx, func(ctx context.Context) (net.Conn, error) { return p.forward(ctx, false) })
 }
 
 // get reads the Pod.
