@@ -28,11 +28,14 @@ import (
 func (*Backend) Name() string { return "kubernetes" }
 
 var (
-	_ backend.Backend    = (*Backend)(nil)
-	_ backend.Instance   = (*instance)(nil)
-	_ backend.FileReader = (*instance)(nil)
-	_ backend.LogReader  = (*instance)(nil)
-	_ backend.StartTimer = (*instance)(nil)
+	_ backend.Backend      = (*Backend)(nil)
+	_ backend.FlagSetter   = (*Backend)(nil)
+	_ backend.SharedPool   = (*Backend)(nil)
+	_ backend.Instance     = (*instance)(nil)
+	_ backend.AgentdDialer = (*instance)(nil)
+	_ backend.FileReader   = (*instance)(nil)
+	_ backend.LogReader    = (*instance)(nil)
+	_ backend.StartTimer   = (*instance)(nil)
 )
 
 // Check refuses what a Pod of the guest image cannot be: a desktop the

@@ -49,6 +49,13 @@ func guestPool(ctx context.Context, args []string) error {
 	}
 	key := backend.KeyOf(b.Name(), spec)
 	fmt.Printf("keeping %d %s guest(s) with --apps %s ready; Ctrl-C stops the pool and takes its unclaimed guests down\n", *size, b.Name(), key.Apps)
+	if sp, ok := b.(backend.SharedPool); ok {
+		// The pool is the cluster's, shared with other keepers.
+		if err := sp.KeepPool(ctx, spec, *size, os.Stdout); !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	}
 	err = keepPool(ctx, b, spec, *size, os.Stdout)
 	drainPool(key, os.Stdout)
 	if errors.Is(err, context.Canceled) {
@@ -113,6 +120,20 @@ func drainPool(key backend.PoolKey, out io.Writer) {
 // claimPooled takes a guest from a pool ('agentctl guest pool') matching
 // spec on b, if there is one; down takes it down after the run.
 func claimPooled(ctx context.Context, b backend.Backend, spec backend.Spec, out io.Writer) (backend.Instance, func(), error) {
+	if sp, ok := b.(backend.SharedPool); ok {
+		inst, err := sp.Claim(ctx, backend.KeyOf(b.Name(), spec))
+		if err != nil || inst == nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(out, "took the pooled %s guest %s for this run\n", b.Name(), inst.Describe().Instance)
+		return inst, func() {
+			downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if err := inst.Down(downCtx); err != nil {
+				fmt.Fprintf(out, "warning: %v\n", err)
+			}
+		}, nil
+	}
 	inst, name, err := backend.Claim(ctx, backend.KeyOf(b.Name(), spec))
 	if err != nil || inst == nil {
 		return nil, nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -157,4 +158,16 @@ func Claim(ctx context.Context, key PoolKey) (inst Instance, name string, err er
 func clearPool(dir string) {
 	os.Remove(filepath.Join(dir, poolFile))
 	os.Remove(filepath.Join(dir, claimFile))
+}
+
+// SharedPool is a backend whose pool lives with its guests, not in this
+// machine's directories (kubernetes: labels on the API server), so that
+// keepers and claimers on any machine share one pool.
+type SharedPool interface {
+	// KeepPool keeps size unclaimed guests of spec's kind ready until ctx
+	// ends, then takes down the unclaimed ones it started.
+	KeepPool(ctx context.Context, spec Spec, size int, out io.Writer) error
+	// Claim takes a ready pooled guest of key's kind for the caller, who
+	// owns it (its Down when done); nil when there is none.
+	Claim(ctx context.Context, key PoolKey) (Instance, error)
 }

@@ -201,6 +201,24 @@ func startGuest(ctx context.Context, b backend.Backend, cfg RunConfig, out io.Wr
 	downCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	}
+	if sp, ok := b.(backend.SharedPool); ok {
+		// A pool on a cluster: the claimed guest is ours to take down.
+		g, err := sp.Claim(ctx, backend.KeyOf(b.Name(), spec))
+		if err != nil {
+			return nil, nil, fmt.Errorf("exercise: take a pooled guest: %w", err)
+		}
+		if g != nil {
+			rep.Pooled = g.Describe().Instance
+			fmt.Fprintf(out, "took the pooled %s guest %s for the exercise\n", b.Name(), rep.Pooled)
+			return g, func() {
+				ctx, cancel := downCtx()
+				defer cancel()
+				if err := g.Down(ctx); err != nil {
+					fmt.Fprintf(out, "warning: guest down: %v\n", err)
+				}
+			}, nil
+		}
+	}
 	g, name, err := backend.Claim(ctx, backend.KeyOf(b.Name(), spec))
 	if err != nil {
 		return nil, nil, fmt.Errorf("exercise: take a pooled guest: %w", err)
