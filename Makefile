@@ -53,10 +53,10 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s); a finding is saved und
 	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzToScreen ./scaling/ $(FUZZTIME)
 	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzNew ./scaling/ $(FUZZTIME)
 	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzEncode ./capture/pngenc/ $(FUZZTIME)
-	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzDecodeArguments ./runner/browser/ $(FUZZTIME)
-	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzParseJSON ./runner/browser/ $(FUZZTIME)
-	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzSafeInteger ./runner/browser/ $(FUZZTIME)
-	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzReportedURL ./runner/browser/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzDecodeArguments ./actions/browser/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzParseJSON ./actions/browser/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzSafeInteger ./actions/browser/ $(FUZZTIME)
+	GO=$(GO) ./tools/scripts/fuzz-one.sh FuzzReportedURL ./actions/browser/ $(FUZZTIME)
 
 # The fault, attack and soak tests `make reliability` runs (with -race, on
 # private Xvfb displays), and the soak's length: SOAK screenshots and SOAK
@@ -67,7 +67,7 @@ SOAK ?= 100
 .PHONY: reliability
 reliability: build ## Run the fault, security and soak tests (SOAK=N), then every fuzz target for 10s.
 	AGENTD_REQUIRE_X=1 AGENTD_BIN=$(CURDIR)/$(BIN) AGENTD_SOAK=$(SOAK) $(GO) test $(GOFLAGS_T) -timeout 30m -v \
-		-run '$(RELIABILITY_RUN)' ./agentd/ ./agentd/codeexec/ ./agentd/executor/ ./agentd/input/xtest/ ./cmd/agentd/ ./runner/ ./tools/respserver/ ./console/ ./cmd/agentctl/ ./runner/browser/ ./runner/session/ ./runner/ledger/ ./actions/browserrpc/ ./internal/hidepaths/ ./internal/statedir/ > $(BIN)/reliability.log 2>&1; \
+		-run '$(RELIABILITY_RUN)' ./agentd/ ./agentd/codeexec/ ./agentd/executor/ ./agentd/input/xtest/ ./cmd/agentd/ ./runner/ ./tools/respserver/ ./console/ ./cmd/agentctl/ ./actions/browser/ ./runner/browser/ ./runner/session/ ./runner/ledger/ ./actions/browserrpc/ ./internal/hidepaths/ ./internal/statedir/ > $(BIN)/reliability.log 2>&1; \
 		status=$$?; grep -E '^(--- |FAIL|ok|panic)|soak:' $(BIN)/reliability.log; \
 		[ $$status -eq 0 ] || { echo "make reliability: tests failed, see $(BIN)/reliability.log"; exit $$status; }
 	$(MAKE) fuzz FUZZTIME=10s

@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/actions/browser"
 )
 
 // Browser serves the browser op family: one call of the guest's browser

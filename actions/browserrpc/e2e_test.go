@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/internal/browsertest"
-	"github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/tools/exercise"
 	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
@@ -57,11 +57,7 @@ func decodeOutput(t *testing.T, res browser.Result) output {
 	if len(res.Outputs) != 1 {
 		t.Fatalf("%d outputs, want 1", len(res.Outputs))
 	}
-	o := res.Outputs[0].Output
-	text := o.OfString.Value
-	if len(o.OfResponseFunctionCallOutputItemArray) > 0 {
-		text = o.OfResponseFunctionCallOutputItemArray[0].OfInputText.Text
-	}
+	text := res.Outputs[0].Text
 	var out output
 	if err := json.Unmarshal([]byte(text), &out); err != nil {
 		t.Fatalf("output %q: %v", text, err)

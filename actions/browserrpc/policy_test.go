@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/actions/browserrpc"
 	"github.com/agentd-dev/agentd/internal/browsertest"
-	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // recorder is a loopback server that records every request it receives:

@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/actions/browser"
 )
 
 // MemberState is the call that reads the driver's state.

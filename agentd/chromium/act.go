@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/actions/browser"
 )
 
 // resolve returns a JavaScript handle of a DOM node; release it.

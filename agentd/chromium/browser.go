@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/actions/browser"
 )
 
 // Config configures Start.

@@ -17,7 +17,7 @@ import (
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
-	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/tools/exercise"
 	"github.com/agentd-dev/agentd/tools/exercise/form"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/actions/browser"
 )
 
 // capture takes a PNG of the visible area, or of clip within it.

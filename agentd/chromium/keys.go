@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/actions/browser"
 )
 
 // keyDef is a key as the DOM names it.

@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/actions/browser"
 )
 
 // The opt-in methods Chromium offers: set_checked, click_at, hover_at and

@@ -7,7 +7,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/actions/browser"
+	browsertool "github.com/agentd-dev/agentd/runner/browser"
 )
 
 // formDriver is a driver that can read the page and fill a form.
@@ -36,7 +37,7 @@ func Example() {
 	}
 	resp, err := client.Responses.New(ctx, responses.ResponseNewParams{
 		Model: "gpt-5.4",
-		Tools: ts.Tools(),
+		Tools: browsertool.Tools(ts),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Fill in the pickup form")},
 	})
 	if err != nil {
@@ -45,7 +46,7 @@ func Example() {
 	var calls []browser.Call
 	for _, item := range resp.Output {
 		if item.Type == "function_call" && ts.Claims(item.Name) {
-			calls = append(calls, browser.CallOf(item.AsFunctionCall()))
+			calls = append(calls, browsertool.CallOf(item.AsFunctionCall()))
 		}
 	}
 	batch, err := ts.Prepare(calls)
@@ -59,8 +60,8 @@ func Example() {
 	}
 	_, _ = client.Responses.New(ctx, responses.ResponseNewParams{
 		Model:              "gpt-5.4",
-		Tools:              ts.Tools(),
+		Tools:              browsertool.Tools(ts),
 		PreviousResponseID: openai.String(resp.ID),
-		Input:              responses.ResponseNewParamsInputUnion{OfInputItemList: res.InputItems()},
+		Input:              responses.ResponseNewParamsInputUnion{OfInputItemList: browsertool.InputItems(res)},
 	})
 }

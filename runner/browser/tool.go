@@ -7,6 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/runner"
 )
 
@@ -17,27 +18,27 @@ import (
 // remaining browser calls). Consent is the toolset's own (confirm, the URL
 // policy), asked call by call as the batch runs. It never closes the toolset.
 type Tool struct {
-	ts *BrowserToolset
+	ts *browser.BrowserToolset
 
 	mu    sync.Mutex
 	batch *batch // of the response being prepared
 }
 
 // NewTool returns the toolset as a runner tool.
-func NewTool(ts *BrowserToolset) *Tool { return &Tool{ts: ts} }
+func NewTool(ts *browser.BrowserToolset) *Tool { return &Tool{ts: ts} }
 
 // batch gathers one response's browser calls; the first Execute runs them
 // all and the others take their outputs.
 type batch struct {
 	step    *runner.Step
-	calls   []Call
+	calls   []browser.Call
 	ran     bool
 	outputs map[string]responses.ResponseInputItemFunctionCallOutputParam
 	err     error
 }
 
 // Params declares the enabled members as strict function tools.
-func (t *Tool) Params() []responses.ToolUnionParam { return t.ts.Tools() }
+func (t *Tool) Params() []responses.ToolUnionParam { return Tools(t.ts) }
 
 // Claims reports whether item is a function call of an enabled member.
 func (t *Tool) Claims(item responses.ResponseOutputItemUnion) bool {
@@ -92,7 +93,7 @@ func (c *call) Execute(ctx context.Context, s *runner.Step) (responses.ResponseI
 	return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &out}, nil
 }
 
-func (b *batch) run(ctx context.Context, ts *BrowserToolset, s *runner.Step) error {
+func (b *batch) run(ctx context.Context, ts *browser.BrowserToolset, s *runner.Step) error {
 	prepared, err := ts.Prepare(b.calls)
 	if err != nil {
 		return err
@@ -103,20 +104,20 @@ func (b *batch) run(ctx context.Context, ts *BrowserToolset, s *runner.Step) err
 		// never the arguments or the page's content.
 		ev := runner.Event{Kind: runner.EventFunction, CallID: r.CallID, Duration: runner.Duration(r.Duration),
 			Function: &runner.FunctionEvent{Name: string(r.Member)}}
-		if r.Outcome != OutcomeOK {
+		if r.Outcome != browser.OutcomeOK {
 			ev.Function.Error = string(r.Outcome)
 		}
 		s.Event(ev)
 		if r.Attempted {
 			s.Attempted(r.CallID)
 		}
-		if r.Outcome != OutcomeStopped && r.Attempted {
+		if r.Outcome != browser.OutcomeStopped && r.Attempted {
 			s.Completed(r.CallID)
 		}
 	}
 	b.outputs = make(map[string]responses.ResponseInputItemFunctionCallOutputParam, len(res.Outputs))
 	for _, o := range res.Outputs {
-		b.outputs[o.CallID.Value] = o
+		b.outputs[o.CallID] = OutputParam(o)
 	}
 	return err
 }

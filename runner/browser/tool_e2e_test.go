@@ -12,9 +12,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/runner/browser"
+	browsertool "github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/tools/exercise"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -93,7 +94,7 @@ func TestRunnerDrivesGuestBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := runner.NewRunner(api).Run(ctx, runner.RunOptions{Model: "test", Input: "Book the pickup", MaxSteps: 10,
-		Tools: []runner.Tool{browser.NewTool(ts)}})
+		Tools: []runner.Tool{browsertool.NewTool(ts)}})
 	if err != nil {
 		t.Fatal(err)
 	}

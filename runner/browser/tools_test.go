@@ -15,6 +15,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/agentd-dev/agentd/actions/browser"
 )
 
 // checkStrict checks a schema object node is strict: additionalProperties
@@ -51,8 +53,8 @@ func checkStrict(t *testing.T, where string, s map[string]any) {
 // TestToolSchemas checks every member's function tool as sent: strict,
 // every field of the decoder declared and required, nothing else.
 func TestToolSchemas(t *testing.T) {
-	for _, s := range specs {
-		tool := FunctionTool(s.name)
+	for _, m := range browser.AllMembers() {
+		tool := FunctionTool(m)
 		wire, err := json.Marshal(tool)
 		if err != nil {
 			t.Fatal(err)
@@ -67,19 +69,19 @@ func TestToolSchemas(t *testing.T) {
 		if err := json.Unmarshal(wire, &got); err != nil {
 			t.Fatal(err)
 		}
-		if got.Type != "function" || got.Name != string(s.name) || !got.Strict || got.Description == "" {
-			t.Errorf("%s: tool %s", s.name, wire)
+		if got.Type != "function" || got.Name != string(m) || !got.Strict || got.Description == "" {
+			t.Errorf("%s: tool %s", m, wire)
 		}
-		checkStrict(t, string(s.name), got.Parameters)
+		checkStrict(t, string(m), got.Parameters)
 		var props []string
 		for n := range got.Parameters["properties"].(map[string]any) {
 			props = append(props, n)
 		}
-		want := slices.Clone(s.fields)
+		want := browser.ArgumentNames(m)
 		sort.Strings(props)
 		sort.Strings(want)
 		if !slices.Equal(props, want) {
-			t.Errorf("%s: schema properties %v, decoder fields %v", s.name, props, want)
+			t.Errorf("%s: schema properties %v, decoder fields %v", m, props, want)
 		}
 	}
 	if tool := FunctionTool("nope"); tool.Name != "" {
@@ -90,19 +92,19 @@ func TestToolSchemas(t *testing.T) {
 // TestToolsFollowMembers checks Tools declares exactly the enabled members
 // in the toolset's order, and Claims matches them.
 func TestToolsFollowMembers(t *testing.T) {
-	f := newFake()
-	ts, err := New(f, WithMembers(SetChecked, ReadPage, ListTabs), WithConfirm(f.confirmer(true)))
+	f := &pageDriver{}
+	ts, err := browser.New(f, browser.WithMembers(browser.SetChecked, browser.ReadPage, browser.ListTabs), browser.WithConfirm(f.confirmer))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []Member
-	for _, tool := range ts.Tools() {
-		names = append(names, Member(tool.OfFunction.Name))
+	var names []browser.Member
+	for _, tool := range Tools(ts) {
+		names = append(names, browser.Member(tool.OfFunction.Name))
 	}
-	if !slices.Equal(names, ts.Members()) || !slices.Equal(names, []Member{ReadPage, ListTabs, SetChecked}) {
+	if !slices.Equal(names, ts.Members()) || !slices.Equal(names, []browser.Member{browser.ReadPage, browser.ListTabs, browser.SetChecked}) {
 		t.Fatalf("tools %v, members %v", names, ts.Members())
 	}
-	for _, m := range AllMembers() {
+	for _, m := range browser.AllMembers() {
 		if ts.Claims(string(m)) != slices.Contains(names, m) {
 			t.Errorf("Claims(%s) = %v", m, ts.Claims(string(m)))
 		}
@@ -153,23 +155,21 @@ func TestThroughTheSDK(t *testing.T) {
 	defer srv.Close()
 	client := openai.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
 
-	f := newFake()
-	f.results[ReadPage] = StructuredRead(BrowserReadV1{Version: 1, Text: "Pickup", Elements: []Element{el("e1", "Submit", RoleButton)}})
-	f.results[Screenshot] = Image{ImageURL: Text("data:image/png;base64,iVBORw0KGgo="), Detail: ptr(DetailOriginal)}
-	ts, err := New(f, WithMembers(ReadPage, Click, Screenshot), WithConfirm(f.confirmer(true)))
+	f := &pageDriver{}
+	ts, err := browser.New(f, browser.WithMembers(browser.ReadPage, browser.Click, browser.Screenshot), browser.WithConfirm(f.confirmer))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	resp, err := client.Responses.New(ctx, responses.ResponseNewParams{
 		Model: "m",
-		Tools: ts.Tools(),
+		Tools: Tools(ts),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Submit the form")},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var calls []Call
+	var calls []browser.Call
 	for _, item := range resp.Output {
 		if item.Type == "function_call" && ts.Claims(item.Name) {
 			calls = append(calls, CallOf(item.AsFunctionCall()))
@@ -185,9 +185,9 @@ func TestThroughTheSDK(t *testing.T) {
 	}
 	if _, err := client.Responses.New(ctx, responses.ResponseNewParams{
 		Model:              "m",
-		Tools:              ts.Tools(),
+		Tools:              Tools(ts),
 		PreviousResponseID: openai.String(resp.ID),
-		Input:              responses.ResponseNewParamsInputUnion{OfInputItemList: res.InputItems()},
+		Input:              responses.ResponseNewParamsInputUnion{OfInputItemList: InputItems(res)},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/guest/backend"
-	"github.com/agentd-dev/agentd/runner/browser"
 )
 
 // Verdict is one checker's judgement and what it read.

@@ -14,11 +14,12 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/runner/browser"
+	browsertool "github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -310,7 +311,7 @@ func browserTool(ctx context.Context, client *guest.Client, server string) (runn
 	if err != nil {
 		return nil, nil, err
 	}
-	return browser.NewTool(ts), d, nil
+	return browsertool.NewTool(ts), d, nil
 }
 
 // scriptTurns turns a task's scripted solution into respserver turns,

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/runner/browser"
+	browsertool "github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/runner/computer"
 )
 
@@ -28,7 +28,7 @@ const approvalBrowser = "browser"
 // browserTool declares member m as an MCP tool: the toolset's own strict
 // schema (every field required, null where the contract allows it).
 func browserTool(m browser.Member) *mcp.Tool {
-	f := browser.FunctionTool(m)
+	f := browsertool.FunctionTool(m)
 	return &mcp.Tool{
 		Name:        BrowserToolPrefix + string(m),
 		Title:       "Browser: " + strings.ReplaceAll(string(m), "_", " "),
@@ -177,23 +177,17 @@ func (x *session) browserCall(ctx context.Context, req *mcp.CallToolRequest, m b
 // browserResult is a toolset output as MCP content: its JSON text
 // ({ok, result, error, state}) and the image of screenshot and zoom. A
 // result that is not ok is an error result.
-func browserResult(o responses.ResponseInputItemFunctionCallOutputParam) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{}
-	text := func(s string) {
-		out.Content = append(out.Content, &mcp.TextContent{Text: s})
-		out.IsError = out.IsError || !strings.HasPrefix(s, `{"ok":true`)
+func browserResult(o browser.Output) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: o.Text}},
+		IsError: !strings.HasPrefix(o.Text, `{"ok":true`),
 	}
-	if o.Output.OfString.Valid() {
-		text(o.Output.OfString.Value)
-		return out
-	}
-	for _, item := range o.Output.OfResponseFunctionCallOutputItemArray {
-		switch {
-		case item.OfInputText != nil:
-			text(item.OfInputText.Text)
-		case item.OfInputImage != nil:
-			out.Content = append(out.Content, imageContent(item.OfInputImage.ImageURL.Value))
+	if o.Image != nil {
+		url := ""
+		if o.Image.ImageURL != nil {
+			url = *o.Image.ImageURL
 		}
+		out.Content = append(out.Content, imageContent(url))
 	}
 	return out
 }

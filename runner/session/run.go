@@ -8,11 +8,12 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/actions/browserrpc"
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/runner/browser"
+	browsertool "github.com/agentd-dev/agentd/runner/browser"
 )
 
 // Loop is the runner a session drives: *runner.Toolset (computer mode) or
@@ -162,7 +163,7 @@ func browserTool(ctx context.Context, conn runner.Driver, origins []string, ask 
 	if err := d.SetAllowedOrigins(ctx, origins); err != nil {
 		return nil, fmt.Errorf("the guest's browser cannot enforce --allow-origin (is its agentd older than agentctl?): %w", err)
 	}
-	return browser.NewTool(ts), nil
+	return browsertool.NewTool(ts), nil
 }
 
 // BrowserToolset is the default members over d, navigation limited to

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/actions/browserrpc"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
-	"github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/runner"
-	"github.com/agentd-dev/agentd/runner/browser"
+	browsertool "github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -114,7 +115,7 @@ func driveBrowser(ctx context.Context, g backend.Instance, formURL string, out i
 		Model:    "computer-use-exercise-browser",
 		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile.",
 		MaxSteps: len(turns) + 1,
-		Tools:    []runner.Tool{browser.NewTool(ts)},
+		Tools:    []runner.Tool{browsertool.NewTool(ts)},
 		CallOptions: runner.CallOptions{OnEvent: func(ev runner.Event) {
 			record.Event(ev)
 			if steps.observe(ev, rep, out) {

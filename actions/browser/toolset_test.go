@@ -118,7 +118,7 @@ func TestSelectMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ts.Members()) != 0 || len(ts.Tools()) != 0 || ts.Claims("read_page") || ts.Claims("list_tabs") {
+	if len(ts.Members()) != 0 || ts.Claims("read_page") || ts.Claims("list_tabs") {
 		t.Fatalf("an empty selection offers %v", ts.Members())
 	}
 

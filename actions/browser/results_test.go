@@ -190,12 +190,12 @@ func TestImages(t *testing.T) {
 		want map[string]any
 	}{
 		{"data url", Image{ImageURL: Text("data:image/png;base64,AA==")},
-			map[string]any{"type": "input_image", "image_url": "data:image/png;base64,AA=="}},
+			map[string]any{"image_url": "data:image/png;base64,AA=="}},
 		{"file id with detail", Image{FileID: Text("file-1"), Detail: ptr(DetailOriginal)},
-			map[string]any{"type": "input_image", "file_id": "file-1", "detail": "original"}},
+			map[string]any{"file_id": "file-1", "detail": "original"}},
 		{"both sources and a breakpoint", Image{ImageURL: Text("https://img.test/a.png"), FileID: Text("file-2"), Detail: ptr(DetailLow),
 			PromptCacheBreakpoint: &CacheBreakpoint{Mode: "explicit"}},
-			map[string]any{"type": "input_image", "image_url": "https://img.test/a.png", "file_id": "file-2", "detail": "low",
+			map[string]any{"image_url": "https://img.test/a.png", "file_id": "file-2", "detail": "low",
 				"prompt_cache_breakpoint": map[string]any{"mode": "explicit"}}},
 	}
 	for _, c := range cases {

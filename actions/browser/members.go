@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"unicode/utf8"
-
-	"github.com/openai/openai-go/v3/responses"
 )
 
 // Member is the name of a browser method; it is also the name of the
@@ -202,6 +200,16 @@ var specByName = func() map[Member]*memberSpec {
 	return m
 }()
 
+// ArgumentNames returns member m's argument names, all required, in schema
+// order (nil for a name that is no member): what a tool declaration of m
+// must list, as its decoder accepts exactly these.
+func ArgumentNames(m Member) []string {
+	if s, ok := specByName[m]; ok {
+		return slices.Clone(s.fields)
+	}
+	return nil
+}
+
 // implements reports whether d offers member s (list_tabs needs only State).
 func (s *memberSpec) implements(d Driver) bool {
 	return s.implemented == nil || s.implemented(d)
@@ -211,7 +219,7 @@ func (s *memberSpec) implements(d Driver) bool {
 type checked struct {
 	// value is the output's "result" (nil: null).
 	value any
-	image *responses.ResponseInputImageContentParam
+	image *Image
 	// notOK marks a file outcome that did not complete.
 	notOK bool
 }
@@ -266,7 +274,7 @@ func (s *memberSpec) check(raw any) (checked, error) {
 		}
 		return checked{value: t}, nil
 	case resultImage:
-		img, err := inputImage(raw.(Image))
+		img, err := checkImage(raw.(Image))
 		return checked{image: img}, err
 	case resultFile:
 		o, err := checkFileOutcome(raw.(BrowserFileOutcome))

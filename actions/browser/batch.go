@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/responses"
 )
 
 // Call is one function call of a response as the model wrote it. The
@@ -21,11 +18,6 @@ type Call struct {
 	Name   string
 	// Arguments is the call's raw JSON arguments.
 	Arguments string
-}
-
-// CallOf takes the fields of a function_call output item.
-func CallOf(fc responses.ResponseFunctionToolCall) Call {
-	return Call{CallID: fc.CallID, Name: fc.Name, Arguments: fc.Arguments}
 }
 
 // Outcome is how one call of a batch ended.
@@ -75,22 +67,22 @@ type CallRecord struct {
 	Duration time.Duration
 }
 
-// Result is what Run produced: one function_call_output per call, in order,
-// and a record of each call handled. After a stopping error it holds what
-// was done before the stop; those outputs must not be sent as if the turn
-// completed.
-type Result struct {
-	Outputs []responses.ResponseInputItemFunctionCallOutputParam
-	Calls   []CallRecord
+// Output is one call's function_call_output, independent of any model API
+// (runner/browser makes the Responses API's item of it): Text is the JSON
+// object {ok, result, error, state}; screenshot and zoom add Image, a
+// validated copy of the driver's, after the text.
+type Output struct {
+	CallID string
+	Text   string
+	Image  *Image
 }
 
-// InputItems returns the outputs as input items of the next request.
-func (r Result) InputItems() responses.ResponseInputParam {
-	items := make(responses.ResponseInputParam, len(r.Outputs))
-	for i := range r.Outputs {
-		items[i] = responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &r.Outputs[i]}
-	}
-	return items
+// Result is what Run produced: one output per call, in order, and a record
+// of each call handled. After a stopping error it holds what was done
+// before the stop; those outputs must not be sent as if the turn completed.
+type Result struct {
+	Outputs []Output
+	Calls   []CallRecord
 }
 
 // Batch is the browser calls of one response, decoded and validated. Run it
@@ -186,7 +178,7 @@ func (b *Batch) Run(ctx context.Context) (Result, error) {
 	b.ran = true
 
 	var res Result
-	add := func(o responses.ResponseInputItemFunctionCallOutputParam, r CallRecord) {
+	add := func(o Output, r CallRecord) {
 		res.Outputs = append(res.Outputs, o)
 		res.Calls = append(res.Calls, r)
 	}
@@ -227,13 +219,13 @@ func (b *Batch) Run(ctx context.Context) (Result, error) {
 
 // run performs one validated call: consent (URL policy before confirm), the
 // driver method, the result's validation, then the state read.
-func (t *BrowserToolset) run(ctx context.Context, pc preparedCall) (responses.ResponseInputItemFunctionCallOutputParam, CallRecord, error) {
-	var zero responses.ResponseInputItemFunctionCallOutputParam
+func (t *BrowserToolset) run(ctx context.Context, pc preparedCall) (Output, CallRecord, error) {
+	var zero Output
 	var rec CallRecord
 	id, spec := pc.call.CallID, pc.spec
 
 	// withState reads the state after the operation and makes the output.
-	withState := func(b body, image *responses.ResponseInputImageContentParam) (responses.ResponseInputItemFunctionCallOutputParam, CallRecord, error) {
+	withState := func(b body, image *Image) (Output, CallRecord, error) {
 		st, err := t.readState(ctx)
 		if err != nil {
 			return zero, rec, err
@@ -413,22 +405,11 @@ func (b body) text() string {
 	return string(out)
 }
 
-func textOutput(callID string, b body) responses.ResponseInputItemFunctionCallOutputParam {
-	return responses.ResponseInputItemFunctionCallOutputParam{
-		CallID: param.NewOpt(callID),
-		Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: param.NewOpt(b.text())},
-	}
+func textOutput(callID string, b body) Output {
+	return Output{CallID: callID, Text: b.text()}
 }
 
 // imageOutput answers with the status and state as text, then the image.
-func imageOutput(callID string, b body, img *responses.ResponseInputImageContentParam) responses.ResponseInputItemFunctionCallOutputParam {
-	return responses.ResponseInputItemFunctionCallOutputParam{
-		CallID: param.NewOpt(callID),
-		Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{
-			OfResponseFunctionCallOutputItemArray: responses.ResponseFunctionCallOutputItemListParam{
-				{OfInputText: &responses.ResponseInputTextContentParam{Text: b.text()}},
-				{OfInputImage: img},
-			},
-		},
-	}
+func imageOutput(callID string, b body, img *Image) Output {
+	return Output{CallID: callID, Text: b.text(), Image: img}
 }

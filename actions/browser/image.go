@@ -1,10 +1,5 @@
 package browser
 
-import (
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/responses"
-)
-
 // ImageDetail is an image's detail level.
 type ImageDetail string
 
@@ -32,37 +27,37 @@ type Image struct {
 	PromptCacheBreakpoint *CacheBreakpoint `json:"prompt_cache_breakpoint,omitempty"`
 }
 
-// inputImage validates img and converts it to the SDK's input_image.
-func inputImage(img Image) (*responses.ResponseInputImageContentParam, error) {
+// checkImage validates img and returns a copy the driver cannot change.
+func checkImage(img Image) (*Image, error) {
 	if img.ImageURL == nil && img.FileID == nil {
 		return nil, invalidResult("image has neither image_url nor file_id")
 	}
-	out := &responses.ResponseInputImageContentParam{}
+	out := &Image{}
 	if img.ImageURL != nil {
 		if err := checkText("image_url", *img.ImageURL, true, 0); err != nil {
 			return nil, err
 		}
-		out.ImageURL = param.NewOpt(*img.ImageURL)
+		out.ImageURL = Text(*img.ImageURL)
 	}
 	if img.FileID != nil {
 		if err := checkText("file_id", *img.FileID, true, 0); err != nil {
 			return nil, err
 		}
-		out.FileID = param.NewOpt(*img.FileID)
+		out.FileID = Text(*img.FileID)
 	}
 	if img.Detail != nil {
-		switch *img.Detail {
+		switch d := *img.Detail; d {
 		case DetailAuto, DetailLow, DetailHigh, DetailOriginal:
-			out.Detail = responses.ResponseInputImageContentDetail(*img.Detail)
+			out.Detail = &d
 		default:
-			return nil, invalidResult("image detail %q is not auto, low, high or original", *img.Detail)
+			return nil, invalidResult("image detail %q is not auto, low, high or original", d)
 		}
 	}
 	if img.PromptCacheBreakpoint != nil {
 		if img.PromptCacheBreakpoint.Mode != "explicit" {
 			return nil, invalidResult(`prompt_cache_breakpoint mode %q is not "explicit"`, img.PromptCacheBreakpoint.Mode)
 		}
-		out.PromptCacheBreakpoint = responses.NewResponseInputImageContentPromptCacheBreakpointParam()
+		out.PromptCacheBreakpoint = &CacheBreakpoint{Mode: "explicit"}
 	}
 	return out, nil
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/openai/openai-go/v3/responses"
 )
 
 // fakeDriver is a recording driver implementing every method. Every driver
@@ -275,42 +273,27 @@ type output struct {
 	}
 	// Raw is the JSON text.
 	Raw string
-	// Image is the input_image that followed the text, if any.
+	// Image is the image that followed the text, if any, as JSON.
 	Image map[string]any
 	// Keys are the top-level keys of Body, to check absent fields.
 	Keys []string
 }
 
-// decodeOutput marshals an output item with the SDK, as it is sent, and
-// reads it back.
-func decodeOutput(t *testing.T, item responses.ResponseInputItemFunctionCallOutputParam) output {
+// decodeOutput reads an output's text back as JSON (runner/browser's tests
+// check the Responses API item made of it).
+func decodeOutput(t *testing.T, item Output) output {
 	t.Helper()
-	wire, err := json.Marshal(item)
-	if err != nil {
-		t.Fatalf("marshal output: %v", err)
-	}
-	var msg struct {
-		Type   string          `json:"type"`
-		CallID string          `json:"call_id"`
-		Output json.RawMessage `json:"output"`
-	}
-	if err := json.Unmarshal(wire, &msg); err != nil {
-		t.Fatalf("unmarshal %s: %v", wire, err)
-	}
-	if msg.Type != "function_call_output" {
-		t.Fatalf("output type %q in %s", msg.Type, wire)
-	}
-	out := output{CallID: msg.CallID}
-	var text string
-	if err := json.Unmarshal(msg.Output, &text); err != nil {
-		var parts []map[string]any
-		if err := json.Unmarshal(msg.Output, &parts); err != nil || len(parts) != 2 {
-			t.Fatalf("output is neither a string nor [text, image]: %s", msg.Output)
+	out := output{CallID: item.CallID}
+	text := item.Text
+	if item.Image != nil {
+		out.Image = map[string]any{}
+		raw, err := json.Marshal(item.Image)
+		if err != nil {
+			t.Fatalf("marshal image: %v", err)
 		}
-		if parts[0]["type"] != "input_text" || parts[1]["type"] != "input_image" {
-			t.Fatalf("output parts are not [input_text, input_image]: %s", msg.Output)
+		if err := json.Unmarshal(raw, &out.Image); err != nil {
+			t.Fatalf("unmarshal image %s: %v", raw, err)
 		}
-		text, out.Image = parts[0]["text"].(string), parts[1]
 	}
 	out.Raw = text
 	if err := json.Unmarshal([]byte(text), &out.Body); err != nil {
