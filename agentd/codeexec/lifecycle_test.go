@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 )
 
@@ -215,31 +216,57 @@ func fmtSscan(out string, x, y *int) (int, error) {
 }
 
 // TestWorkerCannotReadTheTokenFile: with a token file, the worker closes it
-// to itself (Landlock) and cannot signal agentd, while the rest of the file
-// system and PIL work as before.
+// to itself (Landlock) and its seccomp filter refuses signals to its keeper
+// and to agentd and io_uring, while the rest of the file system and PIL work
+// as before. agentd runs as a plain user (nobody, for a test run as root),
+// so the worker is agentd's own user: file permissions alone would let it
+// read the token and signal agentd, and only the sandbox stops it.
 func TestWorkerCannotReadTheTokenFile(t *testing.T) {
 	requirePIL(t)
-	dir := t.TempDir()
+	// Not t.TempDir: its parent is closed to nobody.
+	dir, err := os.MkdirTemp("", "agentd-token-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if os.Geteuid() == 0 {
+		if err := os.Chown(dir, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := startAgentd(t, 640, 480, "--code", "--token-file", tokenFile)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(tokenFile, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := startAgentdAs(t, 640, 480, true, "--code", "--token-file", tokenFile)
 	res := d.run(t, fmt.Sprintf(`
-import os, signal
-for what, f in [("token", lambda: open(%q).read()), ("kill", lambda: os.kill(os.getppid(), 0))]:
+import ctypes, os, signal
+keeper = os.getppid()
+agentd = int(open('/proc/%%d/stat' %% keeper).read().rsplit(')', 1)[1].split()[1])
+libc = ctypes.CDLL(None, use_errno=True)
+def io_uring():
+    if libc.syscall(425, 8, ctypes.create_string_buffer(120)) < 0:
+        raise OSError(ctypes.get_errno(), 'io_uring_setup')
+for what, f in [("token", lambda: open(%q).read()), ("kill keeper", lambda: os.kill(keeper, 0)),
+                ("kill agentd", lambda: os.kill(agentd, 0)), ("io_uring", io_uring)]:
     try:
         f()
         print(what, "allowed")
     except OSError as e:
-        print(what, "refused", type(e).__name__)
+        print(what, "refused", os.strerror(e.errno))
 open("note.txt", "w").write("ok")
-print(open("note.txt").read(), len(open("/etc/os-release").read()) > 0, pyautogui.screenshot().size)
-`, tokenFile))
+print(open("note.txt").read(), len(open("/etc/os-release").read()) > 0, pyautogui.screenshot().size, agentd == %d)
+`, tokenFile, d.pid))
 	if strings.Contains(d.log.String(), "Landlock is not available") {
-		t.Skipf("missing prerequisite: Landlock in this kernel: %s", d.log.String())
+		prereq.Missing(t, prereq.X, "Landlock in this kernel: %s", d.log.String())
 	}
-	want := "token refused PermissionError\nkill refused PermissionError\nok True (640, 480)\n"
+	want := "token refused Permission denied\nkill keeper refused Operation not permitted\nkill agentd refused Operation not permitted\n" +
+		"io_uring refused Function not implemented\nok True (640, 480) True\n"
 	if res.Output != want {
 		t.Fatalf("output %q, want %q", res.Output, want)
 	}
