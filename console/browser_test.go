@@ -233,6 +233,8 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("the one-time URL a second time: HTTP %d", resp.Status)
 	}
 	run(t, ctx, chromedp.Navigate(base+"/"))
+	// As above: the canvas is polled only once the new document is there.
+	run(t, ctx, chromedp.WaitReady("#live"))
 
 	// The live view: each change of the screen reaches the canvas.
 	colors := []color.RGBA{{R: 230, G: 30, B: 30, A: 255}, {R: 30, G: 200, B: 60, A: 255}, {R: 40, G: 60, B: 230, A: 255}}

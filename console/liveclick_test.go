@@ -23,6 +23,10 @@ func TestLiveViewClickLandsExactly(t *testing.T) {
 	ctx := headless(t)
 	run(t, ctx, chromedp.EmulateViewport(2300, 1500))
 	run(t, ctx, chromedp.Navigate(s.URL()))
+	// Polled once the page after the sign-in's redirect is there: a poll
+	// racing the document swap fails with "Cannot find context with
+	// specified id".
+	run(t, ctx, chromedp.WaitReady("#live"))
 	run(t, ctx, chromedp.Poll[bool](`Number(document.querySelector('#live').dataset.frames) >= 1 && !document.querySelector('#take').disabled`,
 		chromedp.WithPollingTimeout(20*time.Second)))
 	run(t, ctx, chromedp.Click("#take"))

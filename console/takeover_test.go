@@ -57,6 +57,10 @@ func TestTakeOverInChromium(t *testing.T) {
 	}
 
 	run(t, ctx, chromedp.Navigate(s.URL()))
+	// Polled once the page after the sign-in's redirect is there: a poll
+	// racing the document swap fails with "Cannot find context with
+	// specified id".
+	run(t, ctx, chromedp.WaitReady("#live"))
 	run(t, ctx, chromedp.Poll[bool](`Number(document.querySelector('#live').dataset.frames) >= 1 && !document.querySelector('#take').disabled`,
 		chromedp.WithPollingTimeout(20*time.Second)))
 
