@@ -12,11 +12,14 @@ import (
 	"github.com/agentd-dev/agentd/guest/backend/backendtest"
 )
 
-// TestConformance runs the guest backends' suite on a real container.
+// TestConformance runs the guest backends' suite on real containers.
 func TestConformance(t *testing.T) {
-	cli := needImage(t)
-	backendtest.Run(t, Backend{}, backendtest.Options{
-		Spec: backend.Spec{Width: 800, Height: 600},
+	var cli *client.Client
+	backendtest.Run(t, backendtest.Factory{
+		New: func(t *testing.T) (backend.Backend, backend.Spec) {
+			cli = needImage(t)
+			return Backend{}, backend.Spec{Width: 800, Height: 600}
+		},
 		// The entrypoint writes the X cookie into the home at every start.
 		ReadBack:   ".Xauthority",
 		AnyContent: true,
@@ -31,6 +34,12 @@ func TestConformance(t *testing.T) {
 				}
 			}
 			return left
+		},
+		// As a person would: docker rm -f.
+		Vanish: func(t *testing.T, d backend.Description) {
+			if _, err := cli.ContainerRemove(context.Background(), d.Instance, client.ContainerRemoveOptions{Force: true}); err != nil {
+				t.Fatalf("remove the container from outside: %v", err)
+			}
 		},
 	})
 }

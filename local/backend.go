@@ -155,6 +155,9 @@ func upIn(ctx context.Context, spec backend.Spec, work string) (*instance, error
 func (i *instance) Describe() backend.Description { return i.desc }
 
 func (i *instance) Status(ctx context.Context) backend.Status {
+	if i.g.isDown() {
+		return backend.Status{Health: "-"}
+	}
 	select {
 	case <-i.g.Failed():
 		return backend.Status{Health: i.g.Err().Error()}

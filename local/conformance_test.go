@@ -3,12 +3,16 @@ package local
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/guest/backend/backendtest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/poll"
 )
 
 // fileDesktop is a desktop with no applications and one file, for the
@@ -36,17 +40,22 @@ func (p preparedDir) Close() error { return os.RemoveAll(string(p)) }
 
 var _ Desktop = fileDesktop{}
 
-// TestConformance runs the guest backends' suite on a real local guest:
-// Xvfb, openbox and the real agentd.
+func init() { backend.RegisterDesktop(fileDesktop{}) }
+
+// TestConformance runs the guest backends' suite on real local guests:
+// Xvfb, openbox and the real agentd; a named guest runs under this test
+// binary as its supervisor (TestMain).
 func TestConformance(t *testing.T) {
-	requireX(t)
-	backendtest.Run(t, Backend{}, backendtest.Options{
-		Spec:     backend.Spec{Width: 640, Height: 480, AgentdPath: agentdtest.Binary(t), Desktop: fileDesktop{}},
+	backendtest.Run(t, backendtest.Factory{
+		New: func(t *testing.T) (backend.Backend, backend.Spec) {
+			requireX(t)
+			return Backend{}, backend.Spec{Width: 640, Height: 480, AgentdPath: agentdtest.Binary(t), Desktop: fileDesktop{}}
+		},
 		ReadBack: "hello.txt",
 		Want:     helloText,
 		Left: func(d backend.Description) []string {
 			var left []string
-			work := filepath.Dir(filepath.Dir(d.TokenFile))
+			work := guestWork(d)
 			if _, err := os.Stat(work); !os.IsNotExist(err) {
 				left = append(left, "the guest's directory "+work)
 			}
@@ -58,8 +67,23 @@ func TestConformance(t *testing.T) {
 			}
 			return append(left, processesMentioning(work)...)
 		},
+		// Every process of the guest has its directory on its command line
+		// or in its environment.
+		Vanish: func(t *testing.T, d backend.Description) {
+			work := guestWork(d)
+			for _, p := range processesMentioning(work) {
+				pid, _, _ := strings.Cut(p, ":")
+				if n, err := strconv.Atoi(pid); err == nil && n != os.Getpid() {
+					_ = syscall.Kill(n, syscall.SIGKILL)
+				}
+			}
+			poll.Until(t, 30*time.Second, "the guest's processes are gone", func() bool { return len(processesMentioning(work)) == 0 })
+		},
 	})
 }
+
+// guestWork is the directory holding a guest's state, desktop and token.
+func guestWork(d backend.Description) string { return filepath.Dir(filepath.Dir(d.TokenFile)) }
 
 // processesMentioning lists processes whose command line or environment
 // mentions s.

@@ -529,6 +529,14 @@ func (g *Guest) Window(class string) (image.Rectangle, error) {
 // which and why.
 func (g *Guest) Failed() <-chan struct{} { return g.failed }
 
+// isDown reports whether Down has begun: the guest no longer runs, though
+// its processes may not be gone yet.
+func (g *Guest) isDown() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stopping
+}
+
 // Err returns why the guest failed, or nil while it runs.
 func (g *Guest) Err() error {
 	g.mu.Lock()

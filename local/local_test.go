@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,19 @@ import (
 var fakeAgentd string
 
 func TestMain(m *testing.M) {
+	// A named guest runs under this test binary as its supervisor, as it
+	// runs under 'agentctl guest supervise'.
+	if len(os.Args) > 1 && os.Args[1] == "supervise" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		err := Supervise(ctx, os.Args[2:])
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	SupervisorArgs = []string{"supervise"}
 	dir, err := os.MkdirTemp("", "local-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
