@@ -22,6 +22,7 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/poll"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -455,7 +456,7 @@ func TestCancelStopsRunningActionAndReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	waitFor(t, func() bool { _, r := f.exec.snapshot(); return r >= 1 }, "ReleaseAll after the session ended")
+	poll.Until(t, 5*time.Second, "ReleaseAll after the session ended", func() bool { _, r := f.exec.snapshot(); return r >= 1 })
 }
 
 func TestDroppedConnectionCancelsAndReleases(t *testing.T) {
@@ -465,7 +466,7 @@ func TestDroppedConnectionCancelsAndReleases(t *testing.T) {
 	_ = conn.Write(ctx5(t), websocket.MessageText, []byte(`{"id":1,"op":"action","action":{"type":"type","text":"block"}}`))
 	<-f.exec.started
 	conn.CloseNow()
-	waitFor(t, func() bool { _, r := f.exec.snapshot(); return r >= 1 }, "ReleaseAll after a dropped connection")
+	poll.Until(t, 5*time.Second, "ReleaseAll after a dropped connection", func() bool { _, r := f.exec.snapshot(); return r >= 1 })
 	f.dialEventually(t)
 }
 
@@ -530,17 +531,6 @@ func TestBusyClientCall(t *testing.T) {
 	<-f.exec.started
 	if _, err := c.Move(ctx5(t), 1, 1); !errors.Is(err, guest.ErrBusy) {
 		t.Fatalf("concurrent call: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/poll"
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -117,9 +119,9 @@ func soakAction(i, w, h int) actions.Action {
 // make reliability runs a short one; the full one is
 // AGENTD_SOAK=10000 go test -run TestSoak -timeout 60m ./agentd/.
 func TestSoak(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("AGENTD_SOAK"))
+	n, _ := strconv.Atoi(prereq.OptIn(t, "AGENTD_SOAK", "the soak (N screenshots and actions)"))
 	if n <= 0 {
-		t.Skip("requires AGENTD_SOAK=N (screenshots and actions to run)")
+		t.Fatalf("AGENTD_SOAK=%q: want a number of screenshots and actions", os.Getenv("AGENTD_SOAK"))
 	}
 	w, h := 1440, 900
 	if raceEnabled {
@@ -161,7 +163,7 @@ func TestSoak(t *testing.T) {
 	d.rec.Clear()
 	after := measure(t)
 	c.Close()
-	waitFor(t, func() bool { return runtime.NumGoroutine() <= idle.goroutines }, "the session's goroutines to end")
+	poll.Until(t, 5*time.Second, "the session's goroutines to end", func() bool { return runtime.NumGoroutine() <= idle.goroutines })
 	ended := measure(t)
 
 	t.Logf("soak: %d screenshots (native, fitted into 1280×800, cropped in turn) and %d actions on %d×%d in %s",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -15,9 +16,9 @@ import (
 // long local-history run, without a budget and with one of 3 images and 200
 // KB (AGENTD_MEASURE_BUDGET=steps; the figures are in the README).
 func TestMeasureContextBudget(t *testing.T) {
-	steps, _ := strconv.Atoi(os.Getenv("AGENTD_MEASURE_BUDGET"))
+	steps, _ := strconv.Atoi(prereq.OptIn(t, "AGENTD_MEASURE_BUDGET", "the context budget measurement (steps, e.g. 60)"))
 	if steps < 2 {
-		t.Skip("requires AGENTD_MEASURE_BUDGET=<steps> (e.g. 60): a measurement, not a check")
+		t.Fatalf("AGENTD_MEASURE_BUDGET=%q: want a number of steps, at least 2", os.Getenv("AGENTD_MEASURE_BUDGET"))
 	}
 	for _, budget := range []*ContextBudget{nil, {MaxImages: 3, MaxInputBytes: 200_000}} {
 		name := "no budget"

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/runner"
@@ -157,9 +158,9 @@ func TestEagerClickBeforeTheResponseEnds(t *testing.T) {
 // request (which needs the complete response: eager saves only the
 // execution it overlapped); it asserts nothing about time.
 func TestMeasureEagerStepLatency(t *testing.T) {
-	rounds, _ := strconv.Atoi(os.Getenv("AGENTD_MEASURE_EAGER"))
+	rounds, _ := strconv.Atoi(prereq.OptIn(t, "AGENTD_MEASURE_EAGER", "the eager step latency measurement (rounds)"))
 	if rounds <= 0 {
-		t.Skip("requires AGENTD_MEASURE_EAGER=rounds")
+		t.Fatalf("AGENTD_MEASURE_EAGER=%q: want a number of rounds", os.Getenv("AGENTD_MEASURE_EAGER"))
 	}
 	c, _ := desktopGuest(t, agentdtest.Binary(t))
 	// with/without: request to the next request; *Acts: request to the

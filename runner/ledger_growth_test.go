@@ -17,6 +17,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/runner/ledger"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -53,9 +54,9 @@ func (l *timedLedger) Save(data []byte) error {
 // the ledger's size over a long run, stored and with local history
 // (AGENTD_MEASURE_LEDGER=steps; the figures are in the README).
 func TestMeasureLedgerGrowth(t *testing.T) {
-	steps, _ := strconv.Atoi(os.Getenv("AGENTD_MEASURE_LEDGER"))
+	steps, _ := strconv.Atoi(prereq.OptIn(t, "AGENTD_MEASURE_LEDGER", "the ledger growth measurement (steps, e.g. 200)"))
 	if steps < 2 {
-		t.Skip("requires AGENTD_MEASURE_LEDGER=<steps> (e.g. 200): a measurement, not a check")
+		t.Fatalf("AGENTD_MEASURE_LEDGER=%q: want a number of steps, at least 2", os.Getenv("AGENTD_MEASURE_LEDGER"))
 	}
 	// An incompressible screenshot of about 32 KiB, like a busy desktop's PNG
 	// at a small view.

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -82,7 +84,7 @@ func TestCheckVZ(t *testing.T) {
 func TestGuestEnvIsShell(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skipf("requires bash: %v", err)
+		prereq.Missing(t, prereq.Host, "bash: %v", err)
 	}
 	cfg, err := Config{
 		Size:      "1280x800x16",

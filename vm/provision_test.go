@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/tools/exercise/desktop"
 )
@@ -39,9 +40,7 @@ const provisionImage = "debian:bookworm-slim"
 // architecture (make agentd-linux-amd64 or -arm64): it skips unless AGENTD_TEST_PROVISION is
 // set, and then fails when something is missing.
 func TestProvisionInDebian(t *testing.T) {
-	if os.Getenv("AGENTD_TEST_PROVISION") == "" {
-		t.Skip("requires AGENTD_TEST_PROVISION=1: installs a desktop in a Debian container, minutes")
-	}
+	prereq.OptIn(t, "AGENTD_TEST_PROVISION", "the provisioning test (installs a desktop in a Debian container, minutes)")
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Fatalf("missing the docker CLI: %v", err)
 	}

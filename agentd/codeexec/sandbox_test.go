@@ -19,6 +19,7 @@ import (
 	"github.com/agentd-dev/agentd/agentd/codeexec"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/poll"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/local"
@@ -190,18 +191,6 @@ func alive(pid int) bool {
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
-// waitGone fails the test unless pid ends within a minute.
-func waitGone(t *testing.T, pid int, after string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the code's sleeper %d survived %s", pid, after)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestSandboxDescendantsKilled: a process the code started in a session of
 // its own (setsid, double fork) ends when the controller session ends, and
 // when agentd is killed outright.
@@ -214,7 +203,7 @@ func TestSandboxDescendantsKilled(t *testing.T) {
 			t.Fatal("the sleeper ended with its call")
 		}
 		d.client.Close()
-		waitGone(t, pid, "the end of its session")
+		poll.Until(t, time.Minute, "the code's sleeper is gone after "+"the end of its session", func() bool { return !alive(pid) })
 	})
 	t.Run("agentd killed", func(t *testing.T) {
 		d := newDesk(t)
@@ -222,7 +211,7 @@ func TestSandboxDescendantsKilled(t *testing.T) {
 		if err := syscall.Kill(d.pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(t, pid, "agentd's SIGKILL")
+		poll.Until(t, time.Minute, "the code's sleeper is gone after "+"agentd's SIGKILL", func() bool { return !alive(pid) })
 	})
 }
 
@@ -266,7 +255,7 @@ func TestSandboxDescendantsKilledAtGuestDown(t *testing.T) {
 	if err := g.Down(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, pid, "the guest's Down")
+	poll.Until(t, time.Minute, "the code's sleeper is gone after "+"the guest's Down", func() bool { return !alive(pid) })
 }
 
 // TestSandboxResourceLimits: the worker and what it starts run under

@@ -47,9 +47,7 @@ func exerciseComputerScript(t *testing.T) []respserver.Turn {
 // reset in place.
 func TestCrashExercise(t *testing.T) {
 	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad")
-	if testing.Short() {
-		t.Skip("requires a full run: starts Firefox per case (skipped with -short)")
-	}
+	prereq.Full(t, "starting Firefox per case")
 	agentd, agentctl := agentdtest.Binary(t), agentctlBinary(t)
 	b, err := backend.Get("local")
 	if err != nil {

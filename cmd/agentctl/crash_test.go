@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/poll"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
@@ -239,7 +240,7 @@ func TestCrashTornCheckpointAndTwoProcesses(t *testing.T) {
 		_ = first.Process.Kill()
 		_ = first.Wait()
 	}()
-	waitUntil(t, "the first agentctl asked for the second answer", func() bool { return slow.Attempts(1) == 1 })
+	poll.Until(t, 15*time.Second, "the first agentctl asked for the second answer", func() bool { return slow.Attempts(1) == 1 })
 	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(runs) != 1 {
 		t.Fatalf("records %v", runs)

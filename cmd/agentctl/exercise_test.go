@@ -30,9 +30,7 @@ func TestExerciseLiveNeedsKey(t *testing.T) {
 // respserver posing as the API through OPENAI_BASE_URL.
 func liveExercise(t *testing.T, turns []respserver.Turn) (*respserver.Server, error) {
 	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad")
-	if testing.Short() {
-		t.Skip("requires a full run: starts Firefox (skipped with -short)")
-	}
+	prereq.Full(t, "starting Firefox")
 	model, url := respserver.Start(turns...)
 	t.Cleanup(model.Close)
 	t.Setenv("OPENAI_BASE_URL", url)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/internal/poll"
 	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
@@ -104,17 +105,6 @@ func processesIn(dir string) []string {
 	return out
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestGuestUpStatusDown runs the real agentctl binary: up starts a guest
 // that outlives the command, status reports it healthy, down removes it;
 // a guest whose supervisor is killed dies with it and is reported stale.
@@ -187,7 +177,7 @@ func TestGuestUpStatusDown(t *testing.T) {
 	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the guest's processes died with their supervisor", func() bool { return len(processesIn(oneDir)) == 0 })
+	poll.Until(t, 15*time.Second, "the guest's processes died with their supervisor", func() bool { return len(processesIn(oneDir)) == 0 })
 	if st := a.status("one"); st.Running {
 		t.Errorf("status after the supervisor was killed: %+v", st)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -22,7 +23,7 @@ import (
 func openPty(t *testing.T) (master, tty *os.File) {
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
 	if err != nil {
-		t.Skipf("requires a pseudo-terminal (/dev/ptmx): %v", err)
+		prereq.Missing(t, prereq.Host, "a pseudo-terminal (/dev/ptmx): %v", err)
 	}
 	t.Cleanup(func() { m.Close() })
 	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {

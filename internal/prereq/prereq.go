@@ -25,6 +25,10 @@ const (
 	// Kubernetes: a cluster (shared/tools/kubernetes's, or
 	// $AGENTD_KUBECONFIG's) with the guest image (internal/k8stest).
 	Kubernetes Kind = "AGENTD_REQUIRE_KUBERNETES"
+	// Host: this machine's tools and kernel: the go command, bash, a
+	// pseudo-terminal, Landlock.
+	Host Kind = "AGENTD_REQUIRE_HOST"
+	Root Kind = "AGENTD_REQUIRE_ROOT" // running as root
 )
 
 // Required reports whether the environment requires k's prerequisites.
@@ -49,5 +53,26 @@ func Programs(tb testing.TB, k Kind, programs ...string) {
 		if _, err := exec.LookPath(p); err != nil {
 			Missing(tb, k, "%s is not installed (run 'make deps'): %v", p, err)
 		}
+	}
+}
+
+// OptIn returns the value of env, which asks for a test that is no check
+// but a measurement or a long soak; unset, the test is skipped, saying
+// what to set. A skip here is never a failure: nothing is missing.
+func OptIn(tb testing.TB, env, what string) string {
+	tb.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		tb.Skipf("opt-in: set %s to run %s", env, what)
+	}
+	return v
+}
+
+// Full skips a test under -short: it runs the whole desktop (Firefox and
+// the rest), minutes that a quick run leaves out by asking for it.
+func Full(tb testing.TB, what string) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("-short: %s is a full run", what)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
 func TestEnsure(t *testing.T) {
@@ -42,7 +44,7 @@ func TestEnsure(t *testing.T) {
 
 func TestEnsureRefusesAnotherUsersDirectory(t *testing.T) {
 	if os.Getuid() != 0 {
-		t.Skip("missing prerequisite: requires root to make a directory of another user")
+		prereq.Missing(t, prereq.Root, "root, to make a directory of another user")
 	}
 	dir := filepath.Join(t.TempDir(), "theirs")
 	if err := os.Mkdir(dir, 0o700); err != nil {

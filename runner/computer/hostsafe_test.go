@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
 // hostPackages are what a host program links to run the computer tool: the
@@ -24,7 +26,7 @@ var hostPackages = []string{
 func TestHostPackagesNeedNoCgo(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("missing prerequisite: the go command on PATH, to list dependencies")
+		prereq.Missing(t, prereq.Host, "the go command on PATH, to list dependencies: %v", err)
 	}
 	list := exec.Command(goBin, append([]string{"list", "-deps", "-f",
 		"{{if not .Standard}}{{.ImportPath}} {{len .CgoFiles}}{{end}}"}, hostPackages...)...)

@@ -18,9 +18,7 @@ import (
 // record is checked as in the other modes.
 func TestBrowserModeExercise(t *testing.T) {
 	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad", "chromium")
-	if testing.Short() {
-		t.Skip("requires a full run: starts Firefox and Chromium (skipped with -short)")
-	}
+	prereq.Full(t, "starting Firefox and Chromium")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out bytes.Buffer

@@ -17,9 +17,7 @@ import (
 // native exercise, checked the same way.
 func TestCodeModeExercise(t *testing.T) {
 	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad")
-	if testing.Short() {
-		t.Skip("requires a full run: starts Firefox (skipped with -short)")
-	}
+	prereq.Full(t, "starting Firefox")
 	if err := exec.Command("/usr/bin/python3", "-I", "-c", "import PIL.Image").Run(); err != nil {
 		prereq.Missing(t, prereq.X, "code mode needs /usr/bin/python3 with PIL (apt-get install python3 python3-pil): %v", err)
 	}

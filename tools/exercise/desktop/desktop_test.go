@@ -18,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/poll"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/tools/exercise/form"
 
@@ -41,9 +42,7 @@ func requireDesktop(t *testing.T) {
 // keep screenshots of the steps.
 func TestDesktopWithXdotool(t *testing.T) {
 	requireDesktop(t)
-	if testing.Short() {
-		t.Skip("requires a full run: starts Firefox (skipped with -short)")
-	}
+	prereq.Full(t, "starting Firefox")
 	dir := t.TempDir()
 	desk, err := Prepare(Config{Dir: filepath.Join(dir, "exercise")})
 	if err != nil {
@@ -93,7 +92,7 @@ func TestDesktopWithXdotool(t *testing.T) {
 	x.click(FragileX, FragileY)
 	x.screenshot("2-filled")
 	x.click(SubmitX, SubmitY)
-	recs := waitFor(t, "the record", func() ([]form.Record, bool) {
+	recs := poll.For(t, 15*time.Second, "the record", func() ([]form.Record, bool) {
 		r, err := desk.Record.Records()
 		return r, err == nil && len(r) > 0
 	})
@@ -111,7 +110,7 @@ func TestDesktopWithXdotool(t *testing.T) {
 	waitFocus(t, g, EditorClass)
 	x.typeText(note)
 	x.run("key", "ctrl+s")
-	got := waitFor(t, "the saved note", func() ([]byte, bool) {
+	got := poll.For(t, 15*time.Second, "the saved note", func() ([]byte, bool) {
 		b, err := os.ReadFile(desk.NoteFile)
 		return b, err == nil && len(b) >= len(note)
 	})
@@ -194,21 +193,6 @@ func checkSandboxed(t *testing.T, desk *Desktop) {
 	}
 	if tabs == 0 {
 		t.Error("found no content process of the browser")
-	}
-}
-
-func waitFor[T any](t *testing.T, what string, f func() (T, bool)) T {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		v, ok := f()
-		if ok {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (last: %v)", what, v)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -317,7 +301,7 @@ func waitFocus(t *testing.T, g *local.Guest, class string) {
 	}
 	defer c.Close()
 	root := xproto.Setup(c).DefaultScreen(c).Root
-	waitFor(t, "the focus in "+class, func() (string, bool) {
+	poll.For(t, 15*time.Second, "the focus in "+class, func() (string, bool) {
 		f, err := xproto.GetInputFocus(c).Reply()
 		if err != nil {
 			return err.Error(), false

@@ -40,9 +40,7 @@ func requireBrowserDesktop(t *testing.T) {
 // failure.
 func TestTypingThroughAgentd(t *testing.T) {
 	requireBrowserDesktop(t)
-	if testing.Short() {
-		t.Skip("requires a full run: starts Firefox (skipped with -short)")
-	}
+	prereq.Full(t, "starting Firefox")
 	agentd := agentdtest.Binary(t)
 	dir := t.TempDir()
 	desk, err := Prepare(Config{Dir: filepath.Join(dir, "exercise")})
