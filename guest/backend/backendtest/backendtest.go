@@ -121,9 +121,11 @@ func Run(t *testing.T, f Factory) {
 			continue
 		}
 		t.Run(st.name, func(t *testing.T) {
+			// New may build what the backend needs (docker's image, once
+			// per test binary): the subtest's own time starts after it.
+			b, spec := f.New(t)
 			ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 			defer cancel()
-			b, spec := f.New(t)
 			st.run(&suite{t: t, ctx: ctx, b: b, spec: spec, f: f})
 		})
 	}
