@@ -106,7 +106,7 @@ func runTrial(ctx context.Context, t *Task, n int, cfg trialConfig) (res Result,
 	}
 	st.records = func(ctx context.Context) ([]byte, error) { return files.ReadFile(ctx, recordsAt) }
 
-	client, err := dial(ctx, d)
+	client, err := dial(ctx, inst)
 	if err != nil {
 		return res, fmt.Errorf("eval: %s trial %d: %w", t.ID, n, err)
 	}
@@ -199,13 +199,18 @@ func (p pooledGuest) ReadFile(ctx context.Context, rel string) ([]byte, error) {
 	return f.ReadFile(ctx, rel)
 }
 
-// dial connects to the guest's agentd.
-func dial(ctx context.Context, d backend.Description) (*guest.Client, error) {
+// dial connects to the guest's agentd through its backend (backend.Dialer:
+// a tunnel or port-forward where the backend has one).
+func dial(ctx context.Context, inst backend.Instance) (*guest.Client, error) {
+	if p, ok := inst.(pooledGuest); ok {
+		inst = p.Instance // its own dialer, not the wrapper's
+	}
+	d := inst.Describe()
 	token, err := os.ReadFile(d.TokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("agentd token: %w", err)
 	}
-	c, err := guest.Dial(ctx, d.Addr, strings.TrimSpace(string(token)))
+	c, err := guest.DialWith(ctx, d.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(inst)})
 	if err != nil {
 		return nil, fmt.Errorf("dial agentd: %w", err)
 	}
