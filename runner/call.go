@@ -81,6 +81,9 @@ func (t *Toolset) tool(opts CallOptions) *computerTool {
 	return c
 }
 
+// ImageSpace is the image space of the last screenshot sent to the model.
+func (c *computerTool) ImageSpace() scaling.Size { return c.image }
+
 // keepImage remembers the image space for the next Execute.
 func (c *computerTool) keepImage() { c.t.image = c.image }
 
@@ -112,6 +115,15 @@ type plan struct {
 }
 
 func (p *plan) CallID() string { return p.callID }
+
+// AnswerDone answers the call reconciled as done with a fresh screenshot:
+// what the model needs to go on, acknowledging the call's safety checks,
+// which were approved since it ran.
+func (p *plan) AnswerDone(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
+	look := *p
+	look.actions = []actions.Action{{Type: actions.Screenshot}}
+	return look.Execute(ctx, s)
+}
 
 func (p *plan) Approve(ctx context.Context, s *Step) error { return p.tool.approveChecks(ctx, s, p) }
 

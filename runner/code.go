@@ -133,6 +133,11 @@ type codeCall struct {
 
 func (p *codeCall) CallID() string { return p.callID }
 
+// AnswerDone answers the call reconciled as done (runner.DoneOutput).
+func (p *codeCall) AnswerDone(_ context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
+	return DoneOutput(s, p.callID), nil
+}
+
 func (p *codeCall) Approve(ctx context.Context, s *Step) error {
 	f := p.tool.opts.BeforeCode
 	if f == nil {

@@ -62,7 +62,7 @@ func (l *loop) newEagerTurn(s *Step, opts *RunOptions, last bool, save func(raw 
 		return nil
 	}
 	for _, t := range l.tools {
-		if _, ok := t.(*serverTool); ok {
+		if lr, ok := t.(LateResulter); ok && lr.LateResults() {
 			// A server tool's result may arrive later and fail the turn.
 			return nil
 		}
@@ -221,8 +221,8 @@ func (e *eagerTurn) early(ctx context.Context, i int, item responses.ResponseOut
 }
 
 func isIndependent(c Call) bool {
-	fc, ok := c.(*functionCall)
-	return ok && fc.f.independent
+	ic, ok := c.(IndependentCall)
+	return ok && ic.Independent()
 }
 
 // drain waits for the running group and returns the first error of its

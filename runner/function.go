@@ -175,6 +175,14 @@ type functionCall struct {
 	run    func(context.Context) (Output, error)
 }
 
+// Independent: made with the Independent option.
+func (p *functionCall) Independent() bool { return p.f.independent }
+
+// AnswerDone answers the call reconciled as done (DoneOutput).
+func (p *functionCall) AnswerDone(_ context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
+	return DoneOutput(s, p.callID), nil
+}
+
 func (c *functionCall) CallID() string { return c.callID }
 
 // Approve: a function tool asks no consent; the application decides what

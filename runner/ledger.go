@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 
@@ -312,29 +311,13 @@ func (b *batch) reenter(ctx context.Context, s *Step, calls []Call, save func(ph
 }
 
 // answerDone answers a call reconciled as performed, without performing
-// it: a computer call with a fresh screenshot (what the model needs to go
-// on, acknowledging the call's safety checks, which were approved since it
-// ran); a function or code call with a text saying so, since its result
-// was never recorded and running it again could repeat its effects.
+// it (DoneAnswerer).
 func answerDone(ctx context.Context, s *Step, c Call) (responses.ResponseInputItemUnionParam, error) {
-	var zero responses.ResponseInputItemUnionParam
-	switch c := c.(type) {
-	case *plan:
-		look := *c
-		look.actions = []actions.Action{{Type: actions.Screenshot}}
-		return look.Execute(ctx, s)
-	case *functionCall, *codeCall:
-		s.Completed(c.CallID())
-		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
-			CallID: openai.String(c.CallID()),
-			Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(DoneOutputText)},
-		}}, nil
+	if d, ok := c.(DoneAnswerer); ok {
+		return d.AnswerDone(ctx, s)
 	}
-	return zero, fmt.Errorf("call %s was reconciled as done, but a %T cannot be answered without running it", c.CallID(), c)
+	return responses.ResponseInputItemUnionParam{}, fmt.Errorf("call %s was reconciled as done, but a %T cannot be answered without running it", c.CallID(), c)
 }
-
-// DoneOutputText answers a function or code call reconciled as done.
-const DoneOutputText = "[this call was performed before the run was interrupted and resumed; its result was not recorded. Call it again if you need the result and repeating it is safe.]"
 
 // checkpoint saves the run's state, if a ledger is set. A failed save stops
 // the run: continuing would leave effects no checkpoint knows of.
@@ -358,8 +341,8 @@ func (l *loop) checkpoint(x *session, led Ledger, cp Checkpoint, params *respons
 	}
 	cp.Input = raw
 	for _, t := range l.tools {
-		if c, ok := t.(*computerTool); ok {
-			cp.ImageSpace = c.image
+		if is, ok := t.(ImageSpacer); ok {
+			cp.ImageSpace = is.ImageSpace()
 		}
 	}
 	data, err := json.Marshal(cp)

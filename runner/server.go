@@ -47,6 +47,10 @@ type serverTool struct {
 	label string
 }
 
+// LateResults: a server tool's result may arrive after its item and fail
+// the turn.
+func (t *serverTool) LateResults() bool { return true }
+
 func (t *serverTool) Params() []responses.ToolUnionParam { return []responses.ToolUnionParam{t.param} }
 
 func (t *serverTool) Claims(item responses.ResponseOutputItemUnion) bool {

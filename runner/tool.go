@@ -5,7 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/agentd-dev/agentd/scaling"
 )
 
 // Tool is one tool of a run: the seam between the Responses loop and
@@ -38,6 +41,53 @@ type Call interface {
 	// after its last (Step.Attempted, Step.Completed).
 	Execute(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error)
 }
+
+// The loop knows no concrete tool: what only some tools do, they say
+// through these optional interfaces.
+
+// ImageSpacer is a tool whose calls' coordinates are in the image space of
+// the last screenshot it sent the model (the computer toolset). A
+// checkpoint keeps that size, so that a resume can refuse a driver whose
+// view would put the model's coordinates elsewhere.
+type ImageSpacer interface {
+	ImageSpace() scaling.Size
+}
+
+// LateResulter is a tool whose items may be followed, later in the same
+// response, by a result that fails the turn (a server tool). While one is
+// declared, no call runs before its response is complete (Streaming.Eager).
+type LateResulter interface {
+	LateResults() bool
+}
+
+// IndependentCall is a call that depends on no other call of its response
+// (a function made with Independent): with Streaming.Eager and no ledger it
+// may run beside other independent calls.
+type IndependentCall interface {
+	Independent() bool
+}
+
+// DoneAnswerer is a call that can be answered without running it, after a
+// resume reconciled it as done (Done): the computer toolset with a fresh
+// screenshot, a function or code call with DoneOutput. A call that is not
+// one cannot be reconciled as done.
+type DoneAnswerer interface {
+	AnswerDone(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error)
+}
+
+// DoneOutput answers a function-shaped call reconciled as done, marking it
+// completed: DoneOutputText, since its result was never recorded and
+// running it again could repeat its effects.
+func DoneOutput(s *Step, callID string) responses.ResponseInputItemUnionParam {
+	s.Completed(callID)
+	return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+		CallID: openai.String(callID),
+		Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(DoneOutputText)},
+	}}
+}
+
+// DoneOutputText answers a function or code call reconciled as done.
+const DoneOutputText = "[this call was performed before the run was interrupted and resumed; its result was not recorded. Call it again if you need the result and repeating it is safe.]"
 
 // Step is what a Tool sees of the run while it handles one response.
 type Step struct{ x *session }

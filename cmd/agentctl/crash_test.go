@@ -324,3 +324,73 @@ func TestCrashResumeInTheRunsView(t *testing.T) {
 		}
 	}
 }
+
+// Resume works in every mode the runner supports: a code-mode run and a
+// browser-mode run, each killed just after its first call completed, go on
+// from their checkpoints with the real binary, in the run's own settings
+// (mode, --allow-origin): the model server sees no bad request, the first
+// call does not run again, the record says where the run resumed and ends
+// well.
+func TestCrashResumeCodeAndBrowserModes(t *testing.T) {
+	resumeAfterFirstCall := func(t *testing.T, r *crashRig, turns []respserver.Turn, args ...string) string {
+		t.Helper()
+		srv, url := respserver.Start(turns...)
+		defer srv.Close()
+		records := t.TempDir()
+		out, err := r.command(url, "after_call:1", append(append([]string{"--max-steps", "5", "--record-dir", records}, args...), "the task")...).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("agentctl with %s=after_call:1: %v, want it killed\n%s", session.CrashEnv, err, out)
+		}
+		runs, _ := filepath.Glob(filepath.Join(records, "*"))
+		if len(runs) != 1 {
+			t.Fatalf("records %v", runs)
+		}
+		if out, err := r.command(url, "", "--resume", runs[0]).CombinedOutput(); err != nil {
+			t.Fatalf("resume: %v\n%s", err, out)
+		}
+		if err := srv.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if note := resumeNote(t, runs[0]); !strings.Contains(note, `"phase":"after_call"`) {
+			t.Fatalf("resume line %s, want the checkpoint after the first call", note)
+		}
+		data, err := os.ReadFile(filepath.Join(runs[0], "events.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), `"ok":true`) {
+			t.Fatalf("the resumed run did not end well:\n%s", data)
+		}
+		return runs[0]
+	}
+
+	t.Run("code", func(t *testing.T) {
+		if err := exec.Command("/usr/bin/python3", "-I", "-c", "import PIL.Image").Run(); err != nil {
+			prereq.Missing(t, prereq.X, "code execution needs /usr/bin/python3 with PIL (apt-get install python3 python3-pil): %v", err)
+		}
+		r := newCrashRig(t, "--code")
+		write := func(s string) respserver.Turn {
+			return respserver.Items(respserver.FunctionCall("exec_py", `{"code":"pyautogui.write('`+s+`')"}`))
+		}
+		resumeAfterFirstCall(t, r, []respserver.Turn{write("ab"), write("cd"), respserver.Final("done")}, "--mode", "code")
+		r.rec.Sync(t)
+		if got := xrecorder.Typed(r.rec.Events()); got != "abcd" {
+			t.Fatalf("typed %q, want each call's text once (abcd)", got)
+		}
+	})
+
+	t.Run("browser", func(t *testing.T) {
+		prereq.Programs(t, prereq.X, "chromium")
+		args := []string{"--browser"}
+		if os.Geteuid() == 0 {
+			args = append(args, "--browser-user", "nobody")
+		}
+		r := newCrashRig(t, args...)
+		read := func() respserver.Turn {
+			return respserver.Items(respserver.FunctionCall("read_page", `{"filter":"interactive","tab_id":null}`))
+		}
+		resumeAfterFirstCall(t, r, []respserver.Turn{read(), read(), respserver.Final("done")},
+			"--mode", "browser", "--allow-origin", "http://127.0.0.1:9")
+	})
+}
