@@ -127,6 +127,22 @@ type Event struct {
 	Message string `json:"message,omitempty"`
 }
 
+// ApprovalCode is what an ApprovalError refused when a code tool's
+// callback did not approve a code call (package codetool).
+const ApprovalCode = "code"
+
+// CodeEvent describes a finished code call (EventCode). It carries no code
+// and no output, only their size.
+type CodeEvent struct {
+	Lines       int    `json:"lines"`
+	OutputBytes int    `json:"output_bytes"`
+	Images      int    `json:"images"`
+	Raised      bool   `json:"raised"`
+	Fresh       bool   `json:"fresh_namespace"`
+	Lost        bool   `json:"namespace_lost"`
+	Stopped     string `json:"stopped,omitempty"`
+}
+
 // ActionEvent describes a finished action.
 type ActionEvent struct {
 	Index int `json:"index"`

@@ -209,24 +209,25 @@ func takeoverText(callID string, notRun []string, hb computer.Handback) string {
 	return b.String()
 }
 
-// overseer is a Tool whose desktop a person may take over while the model
-// writes a final message. A final message written from a screenshot the
-// person made out of date does not end the run: handedBack waits for the
-// hand back of a take over the model was not told of, records it as for a
-// call, and returns what tells the model (ok false: there was none).
-type overseer interface {
-	handedBack(ctx context.Context, s *Step) (tell responses.ResponseInputItemUnionParam, ok bool, err error)
+// FinalOverseer is a Tool whose desktop a person may take over while the
+// model writes a final message. A final message written from a screenshot
+// the person made out of date does not end the run: HandedBack waits for
+// the hand back of a take over the model was not told of, records it as
+// for a call (AwaitFinalHandback), and returns what tells the model (ok
+// false: there was none).
+type FinalOverseer interface {
+	HandedBack(ctx context.Context, s *Step) (tell responses.ResponseInputItemUnionParam, ok bool, err error)
 }
 
 // handedBack asks each overseer of the run in turn.
 func handedBack(ctx context.Context, s *Step, tools []Tool) (responses.ResponseInputParam, error) {
 	var tell responses.ResponseInputParam
 	for _, t := range tools {
-		o, ok := t.(overseer)
+		o, ok := t.(FinalOverseer)
 		if !ok {
 			continue
 		}
-		item, ok, err := o.handedBack(ctx, s)
+		item, ok, err := o.HandedBack(ctx, s)
 		if err != nil {
 			return nil, err
 		}
@@ -237,13 +238,13 @@ func handedBack(ctx context.Context, s *Step, tools []Tool) (responses.ResponseI
 	return tell, nil
 }
 
-// awaitFinalHandback waits for the hand backs of take overs made since the
+// AwaitFinalHandback waits for the hand backs of take overs made since the
 // model's last call on w's desktop. agentd tells the session of a take as
 // it happens, but that event may still be on its way: the wait itself is a
 // round trip to agentd, which keeps each hand back for the session it was
 // taken during until it is collected, so none is missed. Both moments are
 // recorded as takeover events (the first, "paused", once the run knows).
-func awaitFinalHandback(ctx context.Context, s *Step, w computer.Watched, told bool) (computer.Handback, error) {
+func AwaitFinalHandback(ctx context.Context, s *Step, w computer.Watched, told bool) (computer.Handback, error) {
 	ev := &TakeoverEvent{Phase: TakeoverPaused}
 	if told {
 		s.Event(Event{Kind: EventTakeover, Takeover: ev})
@@ -264,10 +265,10 @@ func awaitFinalHandback(ctx context.Context, s *Step, w computer.Watched, told b
 	return hb, nil
 }
 
-// handedBack: the computer tool answers a take over before a final message
+// HandedBack: the computer tool answers a take over before a final message
 // with a user message holding a fresh screenshot, in the image space the
 // model's coordinates are in, and the person's notes.
-func (c *computerTool) handedBack(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, bool, error) {
+func (c *computerTool) HandedBack(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, bool, error) {
 	var zero responses.ResponseInputItemUnionParam
 	w, ok := c.t.driver.(computer.Watched)
 	if !ok {
@@ -276,7 +277,7 @@ func (c *computerTool) handedBack(ctx context.Context, s *Step) (responses.Respo
 	var all computer.Handback
 	told := c.stale()
 	for {
-		hb, err := awaitFinalHandback(ctx, s, w, told)
+		hb, err := AwaitFinalHandback(ctx, s, w, told)
 		if err != nil {
 			return zero, false, err
 		}
@@ -300,7 +301,7 @@ func (c *computerTool) handedBack(ctx context.Context, s *Step) (responses.Respo
 		c.image, c.seen = shot.Transform.Image, seen
 		s.Event(Event{Kind: EventScreenshot, Duration: Duration(time.Since(start)),
 			Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
-		text := finalTakeoverText(all, "The screenshot below shows the desktop as it is now: look at it before you act again or finish.")
+		text := FinalTakeoverText(all, "The screenshot below shows the desktop as it is now: look at it before you act again or finish.")
 		return responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
 			{OfInputText: &responses.ResponseInputTextParam{Text: text}},
 			{OfInputImage: &responses.ResponseInputImageParam{Detail: responses.ResponseInputImageDetailOriginal,
@@ -309,9 +310,9 @@ func (c *computerTool) handedBack(ctx context.Context, s *Step) (responses.Respo
 	}
 }
 
-// finalTakeoverText is what the model is told of a take over made while it
+// FinalTakeoverText is what the model is told of a take over made while it
 // wrote its final message; look says how to see the desktop now.
-func finalTakeoverText(hb computer.Handback, look string) string {
+func FinalTakeoverText(hb computer.Handback, look string) string {
 	var b strings.Builder
 	b.WriteString("A person took over the desktop while you were writing your last message and has handed it back to you, so that message was written from a screen that is out of date. ")
 	if n := len(hb.Actions) + hb.More; n > 0 {

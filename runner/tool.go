@@ -89,6 +89,19 @@ func DoneOutput(s *Step, callID string) responses.ResponseInputItemUnionParam {
 // DoneOutputText answers a function or code call reconciled as done.
 const DoneOutputText = "[this call was performed before the run was interrupted and resumed; its result was not recorded. Call it again if you need the result and repeating it is safe.]"
 
+// Ask asks one approval callback for a call, as the runner's own tools do:
+// ev says what is asked (its Kind, Index and Summary) in the run's
+// approval events; only the value true of type bool approves, and false,
+// any other value, an error or a panic refuses with an *ApprovalError
+// naming the call.
+func (s *Step) Ask(ctx context.Context, callID string, ev ApprovalEvent, ask func() (any, error)) error {
+	asked := ev
+	s.Event(Event{Kind: EventApprovalAsked, CallID: callID, Approval: &asked})
+	ok, reason, err := approval(ask)
+	return answered(ctx, s, ok, reason, err,
+		&ApprovalError{Kind: ev.Kind, CallID: callID, Index: ev.Index, Subject: ev.Summary}, &ev)
+}
+
 // Step is what a Tool sees of the run while it handles one response.
 type Step struct{ x *session }
 

@@ -15,12 +15,13 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/codetool"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 func codeCall(code string) respserver.Item {
 	args, _ := json.Marshal(map[string]string{"code": code})
-	return respserver.FunctionCall(runner.CodeToolName, string(args))
+	return respserver.FunctionCall(codetool.Name, string(args))
 }
 
 // outputsOf returns the function_call_output items a request carried.
@@ -60,8 +61,8 @@ func TestCodeModeRun(t *testing.T) {
 	)
 	defer srv.Close()
 	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
-	var asked []runner.CodeCallInfo
-	tool := runner.NewCodeTool(d.client, runner.CodeOptions{BeforeCode: func(_ context.Context, c runner.CodeCallInfo) (any, error) {
+	var asked []codetool.CallInfo
+	tool := codetool.New(d.client, codetool.Options{BeforeCode: func(_ context.Context, c codetool.CallInfo) (any, error) {
 		asked = append(asked, c)
 		return true, nil
 	}})
@@ -118,7 +119,7 @@ func TestCodeModeRefusedAndLost(t *testing.T) {
 	srv, url := respserver.Start(respserver.Items(codeCall("pyautogui.click(5, 5)")))
 	defer srv.Close()
 	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
-	tool := runner.NewCodeTool(d.client, runner.CodeOptions{BeforeCode: func(context.Context, runner.CodeCallInfo) (any, error) { return "yes", nil }})
+	tool := codetool.New(d.client, codetool.Options{BeforeCode: func(context.Context, codetool.CallInfo) (any, error) { return "yes", nil }})
 	_, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool}})
 	var ae *runner.ApprovalError
 	if !errors.As(err, &ae) || ae.Kind != runner.ApprovalCode {
@@ -135,7 +136,7 @@ func TestCodeModeRefusedAndLost(t *testing.T) {
 		respserver.Final("ok"))
 	defer srv2.Close()
 	client = openai.NewClient(option.WithBaseURL(url2), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
-	tool = runner.NewCodeTool(d.client, runner.CodeOptions{Deadline: 500e6})
+	tool = codetool.New(d.client, codetool.Options{Deadline: 500e6})
 	if _, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool}}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/codetool"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -137,7 +138,7 @@ func TestTakeoverCodeModeRunWaitsForTheHandBack(t *testing.T) {
 	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
 	paused := make(chan struct{}, 1)
 	var events []runner.Event
-	tool := runner.NewCodeTool(d.client, runner.CodeOptions{Deadline: 90 * time.Second})
+	tool := codetool.New(d.client, codetool.Options{Deadline: 90 * time.Second})
 	ran := make(chan error, 1)
 	go func() {
 		_, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool},
@@ -219,7 +220,7 @@ func TestTakeoverBeforeTheFinalMessageCodeMode(t *testing.T) {
 	defer cancel()
 	var events []runner.Event
 	var personErr error
-	tool := runner.NewCodeTool(d.client, runner.CodeOptions{})
+	tool := codetool.New(d.client, codetool.Options{})
 	res, err := runner.NewRunner(client).Run(ctx, runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool},
 		CallOptions: runner.CallOptions{OnEvent: func(e runner.Event) {
 			events = append(events, e)

@@ -57,7 +57,7 @@ func newCrashRig(t *testing.T, args ...string) *crashRig {
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	cmd := exec.Command(agentd, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
 	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+crashToken)
-	addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
+	addr, _ := agentdtest.Start(t, cmd, addrFile, time.Minute) // agentd --browser starts Chromium first
 	return &crashRig{t: t, agentctl: agentctlBinary(t), addr: addr, rec: rec, state: t.TempDir()}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/runner"
 	browsertool "github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/runner/codetool"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -267,7 +268,7 @@ func drive(ctx context.Context, t *Task, client *guest.Client, cfg trialConfig, 
 		if _, err := client.Screenshot(ctx); err != nil {
 			return errors.Join(fmt.Errorf("set the view: %w", err), rec.Finish(nil, err))
 		}
-		opts.Tools = []runner.Tool{runner.NewCodeTool(client, runner.CodeOptions{})}
+		opts.Tools = []runner.Tool{codetool.New(client, codetool.Options{})}
 		out, err = runner.NewRunner(*api).Run(ctx, opts)
 	case ModeBrowser:
 		tool, b, berr := browserTool(ctx, client, st.server)
@@ -336,7 +337,7 @@ func scriptTurns(turns []Turn, server string) ([]respserver.Turn, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, respserver.Items(respserver.FunctionCall(runner.CodeToolName, string(args))))
+			out = append(out, respserver.Items(respserver.FunctionCall(codetool.Name, string(args))))
 		case len(turn.Browser) > 0:
 			var items []respserver.Item
 			for j, c := range turn.Browser {

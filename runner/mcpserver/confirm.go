@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/codetool"
 )
 
 // errNobodyToAsk refuses an action when --confirm is on and nobody can be
@@ -98,7 +99,7 @@ func (x *session) confirmer() func(context.Context, runner.ActionInfo) (any, err
 // cannot be asked: the console or the terminal (Config.Ask), else refused.
 func (x *session) confirmCode(ctx context.Context, callID, code string) (bool, error) {
 	if f := x.srv.cfg.Ask; f != nil {
-		return f(ctx, Question{Kind: runner.ApprovalCode, CallID: callID, Summary: fmt.Sprintf("%s, %d lines", runner.CodeToolName, lines(code)),
+		return f(ctx, Question{Kind: runner.ApprovalCode, CallID: callID, Summary: fmt.Sprintf("%s, %d lines", codetool.Name, lines(code)),
 			Text: codeQuestion(code)})
 	}
 	return false, errNobodyToAsk

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/codetool"
 	"github.com/agentd-dev/agentd/runner/computer"
 )
 
@@ -19,9 +20,9 @@ import (
 // namespace kept for the MCP session.
 func execTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:        runner.CodeToolName,
+		Name:        codetool.Name,
 		Title:       "Python on the isolated desktop",
-		Description: runner.DefaultCodeDescription + " The namespace lives for this MCP session.",
+		Description: codetool.DefaultDescription + " The namespace lives for this MCP session.",
 		InputSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
@@ -71,7 +72,7 @@ func (x *session) exec(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 	}
 	callID := fmt.Sprintf("mcp_%s_%d", x.id, x.step+1)
 	x.newStep(callID)
-	steps := []string{fmt.Sprintf("%s, %d lines", runner.CodeToolName, lines(*in.Code))}
+	steps := []string{fmt.Sprintf("%s, %d lines", codetool.Name, lines(*in.Code))}
 	if res := x.takeoverCheck(ctx, callID, steps); res != nil {
 		return res
 	}
@@ -109,7 +110,7 @@ func (x *session) exec(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 	x.event(runner.Event{Kind: runner.EventCode, CallID: callID, Duration: runner.Duration(time.Since(start)), Code: &runner.CodeEvent{
 		Lines: lines(*in.Code), OutputBytes: len(res.Output), Images: len(res.Images), Raised: res.Traceback != "",
 		Fresh: res.FreshNamespace, Lost: res.NamespaceLost, Stopped: res.Stopped}})
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: runner.CodeOutputText(res, first)}}}
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: codetool.OutputText(res, first)}}}
 	for _, im := range res.Images {
 		out.Content = append(out.Content, &mcp.ImageContent{Data: im.PNG, MIMEType: "image/png"})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/runner"
 	browsertool "github.com/agentd-dev/agentd/runner/browser"
+	"github.com/agentd-dev/agentd/runner/codetool"
 )
 
 // Loop is the runner a session drives: *runner.Toolset (computer mode) or
@@ -75,7 +76,7 @@ type Asker func(ctx context.Context, question string) (bool, error)
 
 // codeConn is what code mode needs of a guest connection (*guest.Client).
 type codeConn interface {
-	runner.CodeRunner
+	codetool.Runner
 	Hello() wire.Hello
 	Screenshot(ctx context.Context) (guest.Screenshot, error)
 }
@@ -98,7 +99,7 @@ func (s *Session) Loop(ctx context.Context, client openai.Client, conn runner.Dr
 	case Computer, "":
 		return runner.New(client, conn), nil
 	case Code:
-		tool, err := codeTool(ctx, conn)
+		tool, err := codeTool(ctx, conn, s.Resuming())
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +130,7 @@ func (w withTools) Resume(ctx context.Context, cp *runner.Checkpoint, opts runne
 	return w.r.Resume(ctx, cp, opts)
 }
 
-func codeTool(ctx context.Context, conn runner.Driver) (runner.Tool, error) {
+func codeTool(ctx context.Context, conn runner.Driver, resumed bool) (runner.Tool, error) {
 	cc, ok := conn.(codeConn)
 	if !ok {
 		return nil, errors.New("code mode needs a connection to agentd")
@@ -142,7 +143,7 @@ func codeTool(ctx context.Context, conn runner.Driver) (runner.Tool, error) {
 	if _, err := cc.Screenshot(ctx); err != nil {
 		return nil, fmt.Errorf("set the view: %w", err)
 	}
-	return runner.NewCodeTool(cc, runner.CodeOptions{}), nil
+	return codetool.New(cc, codetool.Options{Resumed: resumed}), nil
 }
 
 func browserTool(ctx context.Context, conn runner.Driver, origins []string, ask Asker) (runner.Tool, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/codetool"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/tools/exercise/desktop"
 	"github.com/agentd-dev/agentd/tools/respserver"
@@ -36,7 +37,7 @@ func CodeScript() ([]respserver.Turn, error) {
 	}
 	call := func(code string) respserver.Turn {
 		args, _ := json.Marshal(map[string]string{"code": code})
-		return respserver.Items(respserver.FunctionCall(runner.CodeToolName, string(args)))
+		return respserver.Items(respserver.FunctionCall(codetool.Name, string(args)))
 	}
 	turns := []respserver.Turn{
 		call(fmt.Sprintf(`name = %q
@@ -99,7 +100,7 @@ func driveCode(ctx context.Context, g backend.Instance, out io.Writer, cfg RunCo
 
 	var bad []string
 	var steps stepClock
-	tool := runner.NewCodeTool(client, runner.CodeOptions{BeforeCode: func(_ context.Context, c runner.CodeCallInfo) (any, error) {
+	tool := codetool.New(client, codetool.Options{BeforeCode: func(_ context.Context, c codetool.CallInfo) (any, error) {
 		rep.BeforeAction++
 		fmt.Fprintf(out, "  before_code %s: %d bytes of Python → approved\n", c.CallID, len(c.Code))
 		return true, nil

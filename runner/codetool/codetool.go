@@ -1,4 +1,7 @@
-package runner
+// Package codetool is code mode's one tool (docs/design.md, "Code-execution
+// mode"): exec_py, the model's Python run in the guest's code worker
+// (agentd --code), answered with its text and its images.
+package codetool
 
 import (
 	"bytes"
@@ -14,80 +17,68 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions/wire"
+	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/computer"
 )
 
-// CodeToolName is the function tool of code mode (docs/design.md, "Code-execution mode").
-const CodeToolName = "exec_py"
+// Name is the function tool of code mode.
+const Name = "exec_py"
 
-// ApprovalCode is what an ApprovalError refused when BeforeCode did not
-// approve a code call.
-const ApprovalCode = "code"
-
-// DefaultCodeDescription tells the model what code mode offers, after the
+// DefaultDescription tells the model what code mode offers, after the
 // source document's.
-const DefaultCodeDescription = "Run Python in a persistent desktop. Variables persist across calls. " +
+const DefaultDescription = "Run Python in a persistent desktop. Variables persist across calls. " +
 	"PyAutoGUI operations are synchronous. Available: pyautogui, time, log(value), and display(PIL_image). " +
 	"Inspect the screen with display(pyautogui.screenshot()) before acting. Use screenshot coordinates " +
 	"and check the screen after a short group of actions. Keep screenshots in memory and PyAutoGUI's " +
 	"fail-safe enabled. A call that runs past its time limit is stopped, and its variables are lost: " +
 	"the output says so."
 
-// CodeRunner runs Python in the guest's code worker; *guest.Client is one
+// Runner runs Python in the guest's code worker; *guest.Client is one
 // (agentd --code).
-type CodeRunner interface {
+type Runner interface {
 	Exec(ctx context.Context, code string, deadline time.Duration) (wire.ExecResult, error)
 }
 
-// CodeCallInfo is what BeforeCode is shown: its own copy.
-type CodeCallInfo struct {
+// CallInfo is what BeforeCode is shown: its own copy.
+type CallInfo struct {
 	CallID string
 	Code   string
 }
 
-// CodeOptions configure the code tool.
-type CodeOptions struct {
+// Options configure the code tool.
+type Options struct {
 	// Deadline bounds each call (0: agentd's default, 60 s).
 	Deadline time.Duration
 	// BeforeCode, if set, is asked before each call runs, with the code;
 	// only exactly true approves, anything else stops the run before the
 	// call runs.
-	BeforeCode func(ctx context.Context, call CodeCallInfo) (any, error)
-	// Description replaces DefaultCodeDescription.
+	BeforeCode func(ctx context.Context, call CallInfo) (any, error)
+	// Description replaces DefaultDescription.
 	Description string
+	// Resumed says the run goes on after a resume, in a code worker new to
+	// it: the first call's fresh namespace is news to the model.
+	Resumed bool
 }
 
-// CodeEvent describes a finished code call (EventCode). It carries no code
-// and no output, only their size.
-type CodeEvent struct {
-	Lines       int    `json:"lines"`
-	OutputBytes int    `json:"output_bytes"`
-	Images      int    `json:"images"`
-	Raised      bool   `json:"raised"`
-	Fresh       bool   `json:"fresh_namespace"`
-	Lost        bool   `json:"namespace_lost"`
-	Stopped     string `json:"stopped,omitempty"`
-}
-
-// NewCodeTool returns the exec_py function tool over r: the model's code
-// runs in the guest, and each call is answered with its text and its
-// images at detail "original".
-func NewCodeTool(r CodeRunner, opts CodeOptions) Tool {
+// New returns the exec_py function tool over r: the model's code runs in
+// the guest, and each call is answered with its text and its images at
+// detail "original".
+func New(r Runner, opts Options) runner.Tool {
 	if opts.Description == "" {
-		opts.Description = DefaultCodeDescription
+		opts.Description = DefaultDescription
 	}
 	return &codeTool{r: r, opts: opts}
 }
 
 type codeTool struct {
-	r     CodeRunner
-	opts  CodeOptions
+	r     Runner
+	opts  Options
 	calls int // calls run so far, so a fresh namespace after the first is news
 }
 
 func (c *codeTool) Params() []responses.ToolUnionParam {
 	return []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{
-		Name:        CodeToolName,
+		Name:        Name,
 		Description: openai.String(c.opts.Description),
 		Strict:      openai.Bool(true),
 		Parameters: map[string]any{
@@ -100,12 +91,12 @@ func (c *codeTool) Params() []responses.ToolUnionParam {
 }
 
 func (c *codeTool) Claims(item responses.ResponseOutputItemUnion) bool {
-	return item.Type == "function_call" && item.Name == CodeToolName
+	return item.Type == "function_call" && item.Name == Name
 }
 
 // Prepare reads the arguments strictly: one object with exactly a string
 // "code".
-func (c *codeTool) Prepare(_ *Step, item responses.ResponseOutputItemUnion) (Call, error) {
+func (c *codeTool) Prepare(_ *runner.Step, item responses.ResponseOutputItemUnion) (runner.Call, error) {
 	fc := item.AsFunctionCall()
 	var args struct {
 		Code *string `json:"code"`
@@ -120,7 +111,7 @@ func (c *codeTool) Prepare(_ *Step, item responses.ResponseOutputItemUnion) (Cal
 		err = errors.New(`missing "code"`)
 	}
 	if err != nil {
-		return nil, &BadInputError{CallID: fc.CallID, Index: -1, Err: fmt.Errorf("%s arguments: %w", CodeToolName, err)}
+		return nil, &runner.BadInputError{CallID: fc.CallID, Index: -1, Err: fmt.Errorf("%s arguments: %w", Name, err)}
 	}
 	return &codeCall{tool: c, callID: fc.CallID, code: *args.Code}, nil
 }
@@ -134,25 +125,22 @@ type codeCall struct {
 func (p *codeCall) CallID() string { return p.callID }
 
 // AnswerDone answers the call reconciled as done (runner.DoneOutput).
-func (p *codeCall) AnswerDone(_ context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
-	return DoneOutput(s, p.callID), nil
+func (p *codeCall) AnswerDone(_ context.Context, s *runner.Step) (responses.ResponseInputItemUnionParam, error) {
+	return runner.DoneOutput(s, p.callID), nil
 }
 
-func (p *codeCall) Approve(ctx context.Context, s *Step) error {
+func (p *codeCall) Approve(ctx context.Context, s *runner.Step) error {
 	f := p.tool.opts.BeforeCode
 	if f == nil {
 		return nil
 	}
-	summary := fmt.Sprintf("%s, %d lines", CodeToolName, lines(p.code))
-	s.Event(Event{Kind: EventApprovalAsked, CallID: p.callID, Approval: &ApprovalEvent{Kind: ApprovalCode, Index: -1, Summary: summary}})
-	info := CodeCallInfo{CallID: p.callID, Code: p.code}
-	ok, reason, err := approval(func() (any, error) { return f(ctx, info) })
-	return answered(ctx, s, ok, reason, err,
-		&ApprovalError{Kind: ApprovalCode, CallID: p.callID, Index: -1, Subject: summary},
-		&ApprovalEvent{Kind: ApprovalCode, Index: -1, Summary: summary})
+	summary := fmt.Sprintf("%s, %d lines", Name, lines(p.code))
+	info := CallInfo{CallID: p.callID, Code: p.code}
+	return s.Ask(ctx, p.callID, runner.ApprovalEvent{Kind: runner.ApprovalCode, Index: -1, Summary: summary},
+		func() (any, error) { return f(ctx, info) })
 }
 
-func (p *codeCall) Execute(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
+func (p *codeCall) Execute(ctx context.Context, s *runner.Step) (responses.ResponseInputItemUnionParam, error) {
 	var zero responses.ResponseInputItemUnionParam
 	if err := ctx.Err(); err != nil {
 		return zero, fmt.Errorf("cancelled before call %s: %w", p.callID, err)
@@ -161,11 +149,11 @@ func (p *codeCall) Execute(ctx context.Context, s *Step) (responses.ResponseInpu
 	start := time.Now()
 	res, err := p.tool.r.Exec(ctx, p.code, p.tool.opts.Deadline)
 	took := time.Since(start)
-	first := p.tool.calls == 0
+	first := p.tool.calls == 0 && !p.tool.opts.Resumed
 	p.tool.calls++
 	refused := errors.Is(err, computer.ErrTakenOver)
 	if err != nil && !refused {
-		return zero, fmt.Errorf("call %s (%s): %w", p.callID, CodeToolName, err)
+		return zero, fmt.Errorf("call %s (%s): %w", p.callID, Name, err)
 	}
 	var handedBack string
 	if refused || res.Stopped == StoppedTakenOver {
@@ -176,10 +164,10 @@ func (p *codeCall) Execute(ctx context.Context, s *Step) (responses.ResponseInpu
 			res = wire.ExecResult{Output: "[not run: a person held the desktop when this call came; nothing of it ran, the namespace is kept]\n"}
 		}
 	}
-	s.Event(Event{Kind: EventCode, CallID: p.callID, Duration: Duration(took), Code: &CodeEvent{
+	s.Event(runner.Event{Kind: runner.EventCode, CallID: p.callID, Duration: runner.Duration(took), Code: &runner.CodeEvent{
 		Lines: lines(p.code), OutputBytes: len(res.Output), Images: len(res.Images), Raised: res.Traceback != "",
 		Fresh: res.FreshNamespace, Lost: res.NamespaceLost, Stopped: res.Stopped}})
-	content := responses.ResponseFunctionCallOutputItemListParam{{OfInputText: &responses.ResponseInputTextContentParam{Text: CodeOutputText(res, first) + handedBack}}}
+	content := responses.ResponseFunctionCallOutputItemListParam{{OfInputText: &responses.ResponseInputTextContentParam{Text: OutputText(res, first) + handedBack}}}
 	for _, im := range res.Images {
 		content = append(content, responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{
 			ImageURL: openai.String("data:image/png;base64," + base64.StdEncoding.EncodeToString(im.PNG)),
@@ -202,23 +190,23 @@ const StoppedTakenOver = "taken_over"
 // events, and returns what the model is told after the call's output.
 // Without a runner that can wait (computer.Overseen), a refusal stays an
 // error and a stopped call is answered as it is.
-func (p *codeCall) awaitHandback(ctx context.Context, s *Step, refused bool) (string, error) {
+func (p *codeCall) awaitHandback(ctx context.Context, s *runner.Step, refused bool) (string, error) {
 	o, ok := p.tool.r.(computer.Overseen)
 	if !ok {
 		if refused {
-			return "", fmt.Errorf("call %s (%s): %w", p.callID, CodeToolName, computer.ErrTakenOver)
+			return "", fmt.Errorf("call %s (%s): %w", p.callID, Name, computer.ErrTakenOver)
 		}
 		return "", nil
 	}
-	ev := &TakeoverEvent{Phase: TakeoverPaused}
-	s.Event(Event{Kind: EventTakeover, CallID: p.callID, Takeover: ev})
+	ev := &runner.TakeoverEvent{Phase: runner.TakeoverPaused}
+	s.Event(runner.Event{Kind: runner.EventTakeover, CallID: p.callID, Takeover: ev})
 	hb, err := o.AwaitHandback(ctx)
 	if err != nil {
 		return "", fmt.Errorf("call %s: waiting for the person to hand the desktop back: %w", p.callID, withCtx(ctx, err))
 	}
 	back := *ev
-	back.Phase, back.Handback = TakeoverHandedBack, hb
-	s.Event(Event{Kind: EventTakeover, CallID: p.callID, Takeover: &back})
+	back.Phase, back.Handback = runner.TakeoverHandedBack, hb
+	s.Event(runner.Event{Kind: runner.EventTakeover, CallID: p.callID, Takeover: &back})
 	var b strings.Builder
 	b.WriteString("[a person took over the desktop during this call and has handed it back to you")
 	if n := len(hb.Actions) + hb.More; n > 0 {
@@ -231,27 +219,27 @@ func (p *codeCall) awaitHandback(ctx context.Context, s *Step, refused bool) (st
 	return b.String(), nil
 }
 
-// handedBack: the code tool answers a take over before a final message
+// HandedBack: the code tool answers a take over before a final message
 // with a user message saying so, and the person's notes; the model looks
 // at the desktop through its code, as after any call.
-func (c *codeTool) handedBack(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, bool, error) {
+func (c *codeTool) HandedBack(ctx context.Context, s *runner.Step) (responses.ResponseInputItemUnionParam, bool, error) {
 	var zero responses.ResponseInputItemUnionParam
 	w, ok := c.r.(computer.Watched)
 	if !ok {
 		return zero, false, nil
 	}
-	hb, err := awaitFinalHandback(ctx, s, w, false)
+	hb, err := runner.AwaitFinalHandback(ctx, s, w, false)
 	if err != nil || hb.Leases == 0 {
 		return zero, false, err
 	}
-	text := finalTakeoverText(hb, "The screen may have changed: look at it (display(pyautogui.screenshot())) before you act again or finish.")
+	text := runner.FinalTakeoverText(hb, "The screen may have changed: look at it (display(pyautogui.screenshot())) before you act again or finish.")
 	return responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser), true, nil
 }
 
-// CodeOutputText is what the model reads of a code call: the output, the
+// OutputText is what the model reads of a code call: the output, the
 // traceback, and what happened to the namespace. first says whether the
 // call was the run's first (whose namespace is fresh as a matter of course).
-func CodeOutputText(res wire.ExecResult, first bool) string {
+func OutputText(res wire.ExecResult, first bool) string {
 	var b bytes.Buffer
 	if res.FreshNamespace && !first {
 		b.WriteString("[this call ran in a fresh namespace: the variables of earlier calls are gone]\n")
@@ -280,4 +268,11 @@ func lines(code string) int {
 		return 0
 	}
 	return strings.Count(strings.TrimRight(code, "\n"), "\n") + 1
+}
+
+func withCtx(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("%w: %w", ctxErr, err)
+	}
+	return err
 }
