@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/actions/browser"
+	"github.com/agentd-dev/agentd/actions/wire"
 )
 
 // Browser serves the browser op family: one call of the guest's browser

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/actions/browserrpc"
 	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/actions/browser"
 )
 
 // ErrNoBrowser is returned by Browser when agentd was started without

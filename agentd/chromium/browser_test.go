@@ -14,10 +14,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
-	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/tools/exercise"
 	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
