@@ -278,6 +278,11 @@ func TestHandbackBelongsToItsSession(t *testing.T) {
 
 	// Session A ends while the desktop is taken; the hand back comes after.
 	a := f.dial(t)
+	// A call first: the dial returns at the handshake, before agentd has
+	// made the session its controller, and a take over only tells that one.
+	if _, err := a.Screenshot(ctx5(t)); err != nil {
+		t.Fatal(err)
+	}
 	if err := person.Take(ctx5(t), "the console"); err != nil {
 		t.Fatal(err)
 	}
