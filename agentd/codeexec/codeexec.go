@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/scaling"
 )
@@ -38,7 +39,7 @@ var pyFiles embed.FS
 
 // Defaults and bounds of Options and of one call.
 const (
-	DefaultPython   = "/usr/bin/python3"
+	DefaultPython   = wire.DefaultCodePython
 	DefaultDeadline = 60 * time.Second
 	MaxDeadline     = 30 * time.Minute
 	// DefaultMaxOutputBytes caps the text of one call: enough for any

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/input"
 )
 
@@ -50,11 +51,8 @@ const (
 	// drawing, sliders) see the path instead of one teleport.
 	DefaultDragStepPixels = 32
 	// DefaultWaitQuiet is how long the screen must stay unchanged for wait
-	// to call it settled: longer than the frame interval of spinners and
-	// progress animations (16–100 ms) so they keep a wait going, shorter
-	// than a text caret's blink (about 500–600 ms) so a blinking caret does
-	// not keep every wait running until its timeout.
-	DefaultWaitQuiet = 250 * time.Millisecond
+	// to call it settled (the reasons are at wire.DefaultWaitQuiet).
+	DefaultWaitQuiet = wire.DefaultWaitQuiet
 	// DefaultWaitTimeout bounds a wait on a screen that never settles.
 	DefaultWaitTimeout = 3 * time.Second
 	// DefaultWaitPoll is the interval between two frame hashes of a wait.

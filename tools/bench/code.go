@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/agentd-dev/agentd/agentd/codeexec"
+	"github.com/agentd-dev/agentd/actions/wire"
 )
 
 // Code-mode figure IDs.
@@ -19,7 +19,7 @@ const (
 // codeMissing says why code mode cannot be measured; "" when it can (the
 // guest's agentd then runs with --code).
 func codeMissing() string {
-	if err := exec.Command(codeexec.DefaultPython, "-I", "-c", "import PIL.Image").Run(); err != nil {
+	if err := exec.Command(wire.DefaultCodePython, "-I", "-c", "import PIL.Image").Run(); err != nil {
 		return "not measured: needs Debian's python3 and python3-pil"
 	}
 	return ""

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/agentd/executor"
+	"github.com/agentd-dev/agentd/actions/wire"
 )
 
 // effectTimeout bounds the wait for a screenshot that shows a click.
@@ -52,7 +52,7 @@ func (b *sizeBench) measureSettle(ctx context.Context) ([]Figure, error) {
 		return nil, fmt.Errorf("settling: %w", err)
 	}
 	wait := timeFigure(idWait, "wait on a still screen (request → settled)", res.samples[idWait])
-	wait.Note = fmt.Sprintf("needs %v unchanged: %.0f ms over it at p50", executor.DefaultWaitQuiet, wait.P50-ms(executor.DefaultWaitQuiet))
+	wait.Note = fmt.Sprintf("needs %v unchanged: %.0f ms over it at p50", wire.DefaultWaitQuiet, wait.P50-ms(wire.DefaultWaitQuiet))
 	if unsettled > 0 {
 		wait.Note += fmt.Sprintf("; %d did not settle", unsettled)
 	}
