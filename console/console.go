@@ -1,7 +1,9 @@
 // Package console is the page a person uses to watch a run: the guest's
 // desktop live (through agentd's watch role, which can never send input),
 // the steps of the current and past runs from their run records, with each
-// step's actions drawn on the screenshot the model saw.
+// step's actions drawn on the screenshot the model saw, and evaluations as
+// tables of tasks × trials, each trial's checkers' verdicts and its run's
+// steps.
 //
 // It serves one page application from the host: Go templates and embedded
 // plain JavaScript and CSS, on a loopback address. The URL it prints carries
@@ -49,6 +51,9 @@ type Config struct {
 	// RunsDir holds the run records (one folder per run), as agentctl run
 	// writes them.
 	RunsDir string
+	// EvalsDir, if set, holds evaluations (agentctl eval's output folders,
+	// each with its plan.json), listed as tables of tasks × trials.
+	EvalsDir string
 	// Guest, if set, is watched live.
 	Guest *Guest
 	// CurrentRun, if set, is the folder name (in RunsDir) of a run in
@@ -145,6 +150,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/runs", s.serveRuns)
 	mux.HandleFunc("GET /api/runs/{id}", s.serveRun)
 	mux.HandleFunc("GET /api/runs/{id}/{file}", s.serveRunFile)
+	mux.HandleFunc("GET /api/evals", s.serveEvals)
+	mux.HandleFunc("GET /api/evals/{id}", s.serveEval)
+	mux.HandleFunc("GET /api/evals/{id}/{task}/{trial}", s.serveTrialRun)
+	mux.HandleFunc("GET /api/evals/{id}/{task}/{trial}/{file}", s.serveTrialFile)
 	mux.HandleFunc("GET /live", s.serveLive)
 	mux.HandleFunc("GET /takeover", s.serveTakeover)
 	mux.HandleFunc("GET /api/questions", s.serveQuestions)

@@ -6,49 +6,59 @@ import (
 	"os"
 )
 
-// openRecordFile opens the file name of run id's record in runsDir: only a
-// regular file, in a run folder that is a real folder of runsDir, neither
-// reached through a symlink, so a link planted in a record (or a run
-// folder that is one) cannot make the console serve a file from elsewhere.
-// os.Root keeps every open inside runsDir; the Lstat results compared with
-// what was opened refuse a link swapped in between. name and id are plain
-// names (checked by the caller's patterns).
+// openRecordFile opens the file name of run id's record in runsDir (see
+// openUnder).
 func openRecordFile(runsDir, id, name string) (*os.File, fs.FileInfo, error) {
-	runs, err := os.OpenRoot(runsDir)
+	return openUnder(runsDir, []string{id}, name)
+}
+
+// openUnder opens the file name in the folder base/dirs[0]/dirs[1]/…: only
+// a regular file, in folders that are real folders, none reached through
+// a symlink, so a link planted in a record or an evaluation (or a folder
+// that is one) cannot make the console serve a file from elsewhere.
+// os.Root keeps every open inside base; the Lstat results compared with
+// what was opened refuse a link swapped in between. dirs and name are
+// plain names (checked by the caller's patterns).
+func openUnder(base string, dirs []string, name string) (*os.File, fs.FileInfo, error) {
+	root, err := os.OpenRoot(base)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer runs.Close()
-	want, err := runs.Lstat(id)
-	if err != nil {
-		return nil, nil, err
+	// root is replaced by each folder's own as the walk goes down.
+	defer func() { root.Close() }()
+	for _, d := range dirs {
+		want, err := root.Lstat(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !want.IsDir() {
+			return nil, nil, fmt.Errorf("%s: not a folder: %w", d, fs.ErrNotExist)
+		}
+		sub, err := root.OpenRoot(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		root.Close()
+		root = sub
+		if got, err := root.Stat("."); err != nil || !os.SameFile(want, got) {
+			return nil, nil, fmt.Errorf("%s: replaced while opened: %w", d, fs.ErrNotExist)
+		}
 	}
-	if !want.IsDir() {
-		return nil, nil, fmt.Errorf("run %s: not a folder: %w", id, fs.ErrNotExist)
-	}
-	run, err := runs.OpenRoot(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer run.Close()
-	if got, err := run.Stat("."); err != nil || !os.SameFile(want, got) {
-		return nil, nil, fmt.Errorf("run %s: replaced while opened: %w", id, fs.ErrNotExist)
-	}
-	want, err = run.Lstat(name)
+	want, err := root.Lstat(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !want.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("run %s: %s is not a regular file: %w", id, name, fs.ErrNotExist)
+		return nil, nil, fmt.Errorf("%v: %s is not a regular file: %w", dirs, name, fs.ErrNotExist)
 	}
-	f, err := run.Open(name)
+	f, err := root.Open(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	got, err := f.Stat()
 	if err != nil || !os.SameFile(want, got) {
 		f.Close()
-		return nil, nil, fmt.Errorf("run %s: %s replaced while opened: %w", id, name, fs.ErrNotExist)
+		return nil, nil, fmt.Errorf("%v: %s replaced while opened: %w", dirs, name, fs.ErrNotExist)
 	}
 	return f, got, nil
 }

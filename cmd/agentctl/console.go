@@ -21,12 +21,14 @@ func runConsole(ctx context.Context, args []string) error {
 	var g guestFlags
 	g.register(fs)
 	runs := fs.String("record-dir", "runs", "folder holding the run records (as agentctl run writes them)")
+	evals := fs.String("evals", ".", "folder holding evaluations (agentctl eval's output folders), shown as tables of tasks × trials")
 	listen := fs.String("listen", "127.0.0.1:0", "loopback address to serve the page on")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, `usage: agentctl console [--guest ADDR|NAME] [--record-dir D] [--listen 127.0.0.1:PORT]
+		fmt.Fprintln(os.Stderr, `usage: agentctl console [--guest ADDR|NAME] [--record-dir D] [--evals D] [--listen 127.0.0.1:PORT]
 
 Serves the console on this machine: the guest's desktop live (view only),
-and every run under --record-dir step by step. Open the printed URL once:
+every run under --record-dir step by step, and the evaluations under
+--evals (each a table of tasks × trials linking to the trials' runs). Open the printed URL once:
 it carries a one-time secret that your browser exchanges for a cookie.`)
 		fs.PrintDefaults()
 	}
@@ -36,7 +38,7 @@ it carries a one-time secret that your browser exchanges for a cookie.`)
 		}
 		return err
 	}
-	cfg := console.Config{Listen: *listen, RunsDir: *runs}
+	cfg := console.Config{Listen: *listen, RunsDir: *runs, EvalsDir: *evals}
 	if g.addr != "" {
 		gs, err := consoleGuest(ctx, &g)
 		if err != nil {

@@ -136,10 +136,22 @@ async function showRuns() {
 let replay = { run: null, pos: -1 }; // pos -1: every step
 let refresh = null;
 
-async function showRun(id) {
-  const run = await getJSON('api/runs/' + encodeURIComponent(id));
-  if (replay.run === null || replay.run.id !== id) replay.pos = -1;
+// showRun shows the run record served at api (api/runs/ID, or a trial's of
+// an evaluation: api/evals/EVAL/TASK/TRIAL); from is the page it was
+// reached from, linked above it.
+async function showRun(api, from) {
+  const hash = location.hash;
+  const run = await getJSON(api);
+  run.api = api;
+  if (replay.run === null || replay.run.api !== api) replay.pos = -1;
   replay.run = run;
+  const back = $('#run-from');
+  back.hidden = !from;
+  if (from) {
+    const a = el('a', '', from.text);
+    a.href = from.href;
+    back.replaceChildren(a);
+  }
   $('#run-title').textContent = run.task || run.id;
   const facts = $('#run-facts');
   facts.replaceChildren();
@@ -165,8 +177,8 @@ async function showRun(id) {
   }
   drawSteps();
   clearTimeout(refresh);
-  if (!run.ended && location.hash === '#/runs/' + encodeURIComponent(id)) {
-    refresh = setTimeout(() => showRun(id).catch(showError), 1000);
+  if (!run.ended && location.hash === hash) {
+    refresh = setTimeout(() => showRun(api, from).catch(showError), 1000);
   }
 }
 
@@ -195,7 +207,7 @@ function stepItem(run, st) {
     const box = el('div', 'shot');
     const img = el('img');
     img.alt = `screenshot ${shot.file}`;
-    img.src = `api/runs/${encodeURIComponent(run.id)}/${encodeURIComponent(shot.file)}`;
+    img.src = `${run.api}/${encodeURIComponent(shot.file)}`;
     box.append(img);
     if (shot === st.shown && st.actions) box.append(marks(shot, st.actions));
     left.append(box, el('p', 'muted', `${shot.file}, ${shot.width}×${shot.height}`));
@@ -313,6 +325,112 @@ function marks(shot, acts) {
   return s;
 }
 
+// ---- evaluations --------------------------------------------------------
+
+async function showEvals() {
+  const data = await getJSON('api/evals');
+  const body = $('#evals tbody');
+  body.replaceChildren();
+  for (const ev of data.evals) {
+    const tr = el('tr');
+    tr.dataset.eval = ev.id;
+    const a = el('a', '', `${new Date(ev.started).toLocaleString()} (${ev.id})`);
+    a.href = '#/evals/' + encodeURIComponent(ev.id);
+    const td = el('td');
+    td.append(a);
+    const total = ev.tasks * ev.trials;
+    tr.append(td, el('td', '', ev.suite), el('td', '', ev.model), el('td', '', `${ev.done}/${total}`),
+      el('td', ev.done === 0 ? '' : ev.passed === ev.done ? 'ok' : 'bad', `${ev.passed}/${ev.done}`));
+    body.append(tr);
+  }
+  if (data.evals.length === 0) {
+    const tr = el('tr');
+    const td = el('td', 'muted', 'No evaluations here (agentctl console --evals DIR: the folder holding agentctl eval\'s output folders).');
+    td.colSpan = 5;
+    tr.append(td);
+    body.append(tr);
+  }
+}
+
+// trialHash is the page of a trial's run: its steps replayed.
+function trialHash(ev, task, trial) {
+  return `#/evals/${encodeURIComponent(ev)}/${encodeURIComponent(task)}/${trial}`;
+}
+
+// showEval draws an evaluation as a table of tasks × trials: each cell
+// links to its trial's run and lists each checker's verdict and what it
+// read from the guest. While trials are left it follows results.jsonl.
+async function showEval(id) {
+  const hash = location.hash;
+  const ev = await getJSON('api/evals/' + encodeURIComponent(id));
+  $('#eval-title').textContent = `Evaluation ${ev.id}`;
+  const facts = $('#eval-facts');
+  facts.replaceChildren();
+  const fact = (k, v) => facts.append(el('dt', '', k), el('dd', '', v));
+  const total = ev.tasks * ev.trials;
+  fact('Suite', ev.suite || '—');
+  fact('Model', ev.model || '—');
+  fact('Guests', ev.guest || '—');
+  fact('Trials done', `${ev.done} of ${total}`);
+  fact('Passed', `${ev.passed} of ${ev.done}`);
+  const byCell = new Map(ev.results.map((r) => [`${r.task}\u0000${r.trial}`, r]));
+  const head = el('tr');
+  head.append(el('th', '', 'Task'));
+  for (let k = 1; k <= ev.trials; k++) head.append(el('th', '', `Trial ${k}`));
+  head.append(el('th', '', 'Passed'));
+  $('#eval-table thead').replaceChildren(head);
+  const body = $('#eval-table tbody');
+  body.replaceChildren();
+  for (const task of ev.task_list) {
+    const tr = el('tr');
+    tr.dataset.task = task.id;
+    const name = el('td');
+    name.append(el('div', '', task.id), el('div', 'muted', task.mode));
+    name.title = task.instruction;
+    tr.append(name);
+    let passed = 0, done = 0;
+    for (let k = 1; k <= ev.trials; k++) {
+      const r = byCell.get(`${task.id}\u0000${k}`);
+      const td = el('td', 'trial');
+      td.dataset.trial = String(k);
+      if (!r) {
+        td.dataset.state = 'none';
+        td.append(el('span', 'muted', 'no result yet'));
+        tr.append(td);
+        continue;
+      }
+      done++;
+      if (r.pass) passed++;
+      td.dataset.state = r.pass ? 'pass' : 'fail';
+      const verdict = `${r.pass ? 'pass' : 'FAIL'} · ${r.steps} steps · ${secs(r.seconds)}`;
+      if (r.record) {
+        const a = el('a', r.pass ? 'ok' : 'bad', verdict);
+        a.href = trialHash(ev.id, task.id, k);
+        td.append(a);
+      } else {
+        td.append(el('span', r.pass ? 'ok' : 'bad', verdict + ' (no run record)'));
+      }
+      if (r.error) td.append(el('div', 'error', r.error));
+      const ul = el('ul', 'verdicts');
+      for (const v of r.verdicts || []) {
+        const li = el('li', v.pass ? 'ok' : 'bad', `${v.pass ? '✓' : '✗'} ${v.checker}`);
+        li.dataset.pass = String(v.pass);
+        if (v.why) li.append(el('div', 'bad', v.why));
+        if (v.read) li.append(el('div', 'read', 'read: ' + v.read));
+        ul.append(li);
+      }
+      td.append(ul);
+      tr.append(td);
+    }
+    tr.append(el('td', done === 0 ? 'muted' : passed === done ? 'ok' : 'bad', `${passed}/${done}`));
+    body.append(tr);
+  }
+  clearTimeout(refresh);
+  if (ev.done < total && location.hash === hash) {
+    refresh = setTimeout(() => showEval(id).catch(showError), 2000);
+  }
+}
+
 // ---- questions ----------------------------------------------------------
 
 // Questions the run waits for, each with the call's actions drawn on the
@@ -407,13 +525,27 @@ function showError(err) {
 async function route() {
   const h = location.hash || '#/';
   const live = h === '#/' || h === '';
+  // #/evals/EVAL is an evaluation's table, #/evals/EVAL/TASK/TRIAL a
+  // trial's run.
+  const evalPath = h.startsWith('#/evals/') ? h.slice('#/evals/'.length).split('/').map(decodeURIComponent) : null;
+  const trial = evalPath && evalPath.length === 3;
   $('#live-section').hidden = !live;
   $('#runs-section').hidden = live || h !== '#/runs';
-  $('#run-section').hidden = !h.startsWith('#/runs/');
+  $('#evals-section').hidden = h !== '#/evals';
+  $('#eval-section').hidden = !evalPath || evalPath.length !== 1;
+  $('#run-section').hidden = !h.startsWith('#/runs/') && !trial;
+  clearTimeout(refresh);
   try {
     if (live) await showRuns().then(() => { $('#runs-section').hidden = false; });
     else if (h === '#/runs') await showRuns();
-    else if (h.startsWith('#/runs/')) await showRun(decodeURIComponent(h.slice('#/runs/'.length)));
+    else if (h === '#/evals') await showEvals();
+    else if (h.startsWith('#/runs/')) await showRun('api/runs/' + encodeURIComponent(decodeURIComponent(h.slice('#/runs/'.length))));
+    else if (evalPath && evalPath.length === 1) await showEval(evalPath[0]);
+    else if (trial) {
+      const [ev, task, k] = evalPath;
+      await showRun(`api/evals/${evalPath.map(encodeURIComponent).join('/')}`,
+        { href: '#/evals/' + encodeURIComponent(ev), text: `◀ Evaluation ${ev}: ${task}, trial ${k}` });
+    }
   } catch (err) {
     showError(err);
   }

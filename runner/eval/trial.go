@@ -245,6 +245,10 @@ func drive(ctx context.Context, t *Task, client *guest.Client, cfg trialConfig, 
 		return err
 	}
 	res.Record, _ = filepath.Rel(cfg.out, rec.Dir())
+	// The start line names the task for whoever reads the record (the
+	// console's replay), as agentctl run's does.
+	rec.Note("start", map[string]any{"task": expand(t.Instruction, st.server), "model": cfg.model, "mode": t.Mode,
+		"max_steps": t.MaxSteps, "eval_task": t.ID})
 	opts := runner.RunOptions{
 		Model:        cfg.model,
 		Input:        expand(t.Instruction, st.server),
