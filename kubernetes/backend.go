@@ -92,7 +92,7 @@ func (b *Backend) up(ctx context.Context, c *clients, spec backend.Spec, apps ba
 	p := &pod{cli: c, namespace: c.namespace, name: podName(spec.Name)}
 	p.marks = []backend.Milestone{{Name: "up", At: begun}}
 	mark := func(name string) { p.marks = append(p.marks, backend.Milestone{Name: name, At: time.Now()}) }
-	lbl := map[string]string{LabelManaged: managedBy, LabelPod: p.name}
+	lbl := map[string]string{LabelManaged: managedBy, LabelPod: p.name, LabelApps: spec.AppsName()}
 	if spec.Name != "" {
 		lbl[LabelGuest] = spec.Name
 	}
@@ -330,7 +330,9 @@ func (b *Backend) Open(ctx context.Context, name string) (backend.Instance, erro
 	if err := p.keepToken(strings.TrimSpace(string(sec.Data[tokenName]))); err != nil {
 		return nil, err
 	}
-	return newInstance(p, name, "", backend.Outputs{}), nil
+	inst := newInstance(p, name, po.Labels[LabelApps], backend.Outputs{})
+	inst.Desc.Started = po.CreationTimestamp.UTC()
+	return inst, nil
 }
 
 // List names the named guests whose Pods are in the namespace, sorted.

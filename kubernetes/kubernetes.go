@@ -69,6 +69,8 @@ const (
 	LabelGuest = "agentd.dev/guest"
 	// LabelPod holds the Pod's own name, for the NetworkPolicy's selector.
 	LabelPod = "agentd.dev/pod"
+	// LabelApps holds the desktop's name (Description.Apps), for Open.
+	LabelApps = "agentd.dev/apps"
 )
 
 // Options are the backend's settings beyond a Spec: which cluster and

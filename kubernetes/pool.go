@@ -123,6 +123,47 @@ func (b *Backend) upPooled(ctx context.Context, spec backend.Spec, hash string) 
 	return inst.(*instance), nil
 }
 
+// Offer starts one unclaimed pooled guest of spec's kind and returns once
+// the kubelet reports it Ready, so that a Claim finds it.
+func (b *Backend) Offer(ctx context.Context, spec backend.Spec) error {
+	if _, err := b.connect(); err != nil {
+		return err
+	}
+	spec.Name = ""
+	inst, err := b.upPooled(ctx, spec, PoolHash(backend.KeyOf(b.Name(), spec)))
+	if err != nil {
+		return fmt.Errorf("kubernetes pool: %w", err)
+	}
+	if err := inst.p.waitProbed(ctx); err != nil {
+		return errors.Join(fmt.Errorf("kubernetes pool: %w", err), inst.Down(context.WithoutCancel(ctx)))
+	}
+	return nil
+}
+
+// waitProbed waits until the kubelet reports the Pod Ready (its readiness
+// probe passed), which Up does not wait for.
+func (p *pod) waitProbed(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		po, err := p.get(ctx)
+		switch {
+		case err != nil:
+			return p.errorf("wait for Ready: %w", err)
+		case podReady(po):
+			return nil
+		}
+		if why := stopped(po); why != "" {
+			return p.errorf("%s before the kubelet reported it Ready", why)
+		}
+		select {
+		case <-ctx.Done():
+			return p.errorf("not Ready after a minute: %w", ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // Claim takes an unclaimed Ready guest of spec's kind for the caller, who
 // then owns it (Down when done); nil when there is none.
 func (b *Backend) Claim(ctx context.Context, key backend.PoolKey) (backend.Instance, error) {

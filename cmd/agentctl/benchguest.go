@@ -118,7 +118,11 @@ type mark struct {
 // pooled, a pooled guest is started first, outside the time. A cold start
 // also returns its milestones (the backend's, then first-action).
 func timeFirstAction(ctx context.Context, b backend.Backend, spec backend.Spec, pooled bool) (time.Duration, []mark, error) {
-	if pooled {
+	if sp, ok := b.(backend.SharedPool); ok && pooled {
+		if err := sp.Offer(ctx, spec); err != nil {
+			return 0, nil, err
+		}
+	} else if pooled {
 		s := spec
 		s.Name = backend.PoolName()
 		inst, err := backend.Up(ctx, b, s)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -181,12 +182,21 @@ func printGuest(w io.Writer, d backend.Description) {
 func guestDown(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("guest down", flag.ContinueOnError)
 	name := fs.String("name", defaultGuestName, "guest name")
+	where := fs.String("backend", "", "find the guest through this backend when this machine has no record of it (kubernetes: a guest another machine started)")
 	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	start := time.Now()
-	running, err := backend.Down(ctx, *name, false)
+	var running bool
+	var err error
+	if *where == "" {
+		running, err = backend.Down(ctx, *name, false)
+	} else if b, berr := backend.Get(*where); berr != nil {
+		return berr
+	} else {
+		running, err = backend.DownOn(ctx, b, *name)
+	}
 	if err != nil {
 		return err
 	}
@@ -202,6 +212,7 @@ func guestStatus(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("guest status", flag.ContinueOnError)
 	name := fs.String("name", "", "guest name (default: every guest)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	where := fs.String("backend", "", "every guest of this backend as it finds them (kubernetes: the cluster's, started on any machine); default: this machine's records")
 	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -211,7 +222,19 @@ func guestStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	var names []string
-	if *name != "" {
+	var out []backend.NamedStatus
+	if *where != "" {
+		b, err := backend.Get(*where)
+		if err != nil {
+			return err
+		}
+		if out, err = backend.StatusOn(ctx, b); err != nil {
+			return err
+		}
+		if *name != "" {
+			out = slices.DeleteFunc(out, func(s backend.NamedStatus) bool { return s.Name != *name })
+		}
+	} else if *name != "" {
 		if err := backend.CheckName(*name); err != nil {
 			return err
 		}
@@ -222,7 +245,6 @@ func guestStatus(ctx context.Context, args []string) error {
 	} else if names, err = backend.Named(); err != nil {
 		return err
 	}
-	var out []backend.NamedStatus
 	for _, n := range names {
 		out = append(out, backend.StatusOf(ctx, n))
 	}
@@ -236,6 +258,13 @@ func guestStatus(ctx context.Context, args []string) error {
 	}
 	for _, s := range out {
 		switch {
+		case s.Elsewhere && s.Running:
+			fmt.Printf("%s: running (%s, %s, up %s, started on another machine), health: %s\n",
+				s.Name, s.Backend, s.Owner, time.Since(s.Started).Round(time.Second), s.Health)
+			continue
+		case s.Elsewhere:
+			fmt.Printf("%s: not running (%s, found on the %s backend): %s\n", s.Name, s.Owner, s.Backend, s.Health)
+			continue
 		case s.Starting:
 			fmt.Printf("%s: starting (%s, for %s)\n", s.Name, s.Backend, time.Since(s.Started).Round(time.Second))
 			continue

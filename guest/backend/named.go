@@ -250,6 +250,9 @@ type NamedStatus struct {
 	// Starting: a program is starting the guest now (Up has not returned);
 	// Running and Health say what the backend sees of it so far.
 	Starting bool `json:"starting,omitempty"`
+	// Elsewhere: this machine has no record of the guest; its backend
+	// found it (a cluster's guest that another machine started).
+	Elsewhere bool `json:"elsewhere,omitempty"`
 }
 
 // StatusOf describes a named guest and asks whether it runs. A guest whose

@@ -170,4 +170,8 @@ type SharedPool interface {
 	// Claim takes a ready pooled guest of key's kind for the caller, who
 	// owns it (its Down when done); nil when there is none.
 	Claim(ctx context.Context, key PoolKey) (Instance, error)
+	// Offer starts one pooled guest of spec's kind, unclaimed, and returns
+	// once a claimer can take it (the bench's pooled start, without a
+	// keeper starting replacements beside the measurement).
+	Offer(ctx context.Context, spec Spec) error
 }
