@@ -17,6 +17,7 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -35,6 +36,7 @@ import (
 	"github.com/agentd-dev/agentd/internal/healthz"
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/internal/statedir"
+	"github.com/agentd-dev/agentd/internal/xauth"
 )
 
 // Defaults for a zero Config.
@@ -122,7 +124,9 @@ type Guest struct {
 	cfg       Config
 	marker    string
 	displayNo int
-	procs     []*proc // in start order
+	// agentdPath is the agentd binary, also the guest's X client (xwait).
+	agentdPath string
+	procs      []*proc // in start order
 
 	mu       sync.Mutex
 	stopping bool
@@ -291,6 +295,7 @@ func (g *Guest) makeStateDir() error {
 func (g *Guest) logPath(name string) string { return filepath.Join(g.StateDir, "logs", name+".log") }
 
 func (g *Guest) start(ctx context.Context, bins binaries) error {
+	g.agentdPath = bins.agentd
 	if err := g.startX(ctx, bins.xvfb); err != nil {
 		return err
 	}
@@ -318,7 +323,7 @@ func (g *Guest) startX(ctx context.Context, path string) error {
 	g.Xauthority = filepath.Join(g.StateDir, "Xauthority")
 	// The server reads every cookie in its -auth file whatever the display
 	// number; clients match it, so the number is filled in once known.
-	if err := writeXauthority(g.Xauthority, "", cookie); err != nil {
+	if err := xauth.Write(g.Xauthority, "", cookie); err != nil {
 		return err
 	}
 	r, w, err := os.Pipe()
@@ -357,7 +362,7 @@ func (g *Guest) startX(ctx context.Context, path string) error {
 	}
 	g.displayNo = n
 	g.Display = ":" + got
-	return writeXauthority(g.Xauthority, got, cookie)
+	return xauth.Write(g.Xauthority, got, cookie)
 }
 
 // startWM starts openbox and waits until it has finished starting: it runs
@@ -374,12 +379,11 @@ func (g *Guest) startWM(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	return g.waitX(ctx, p, "window manager to take the screen", func(x *xconn) (bool, error) {
-		if _, err := os.Stat(ready); err != nil {
-			return false, nil
-		}
-		return wmRunning(x)
-	})
+	if err := g.waitFile(ctx, p, "window manager to finish starting", ready); err != nil {
+		return err
+	}
+	_, err = g.waitX(ctx, p, "window manager to take the screen", "")
+	return err
 }
 
 func (g *Guest) startApp(ctx context.Context, a App, path string) error {
@@ -389,12 +393,7 @@ func (g *Guest) startApp(ctx context.Context, a App, path string) error {
 	}
 	var win image.Rectangle
 	if a.WindowClass != "" {
-		err := g.waitX(ctx, p, "window of class "+a.WindowClass, func(x *xconn) (bool, error) {
-			r, found, err := x.window(a.WindowClass)
-			win = r
-			return found, err
-		})
-		if err != nil {
+		if win, err = g.waitX(ctx, p, "window of class "+a.WindowClass, a.WindowClass); err != nil {
 			return err
 		}
 	}
@@ -422,31 +421,84 @@ func (g *Guest) watch(ctx context.Context, p *proc, ready func(context.Context, 
 	}
 }
 
-// waitX polls the display until cond holds, p exits, or ctx ends.
-func (g *Guest) waitX(ctx context.Context, p *proc, what string, cond func(*xconn) (bool, error)) error {
-	x, err := dialX(g.displayNo, g.Xauthority)
-	if err != nil {
-		return fmt.Errorf("connect to display %s: %w", g.Display, err)
-	}
-	defer x.close()
+// waitFile polls until path exists, p exits, or ctx ends.
+func (g *Guest) waitFile(ctx context.Context, p *proc, what, path string) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		ok, err := cond(x)
-		if ok {
+		if _, err := os.Stat(path); err == nil {
 			return nil
 		}
 		select {
 		case <-p.exited:
 			return p.failure("exited while waiting for the "+what, p.exitErr())
 		case <-ctx.Done():
-			if err != nil {
-				return p.failure("waiting for the "+what, fmt.Errorf("%w (last error: %v)", ctx.Err(), err))
-			}
 			return p.failure("waiting for the "+what, ctx.Err())
 		case <-tick.C:
 		}
 	}
+}
+
+// waitX waits until the display has a window manager (class "") or a
+// viewable window of class, and returns that window's rectangle; it gives
+// up when p exits or ctx ends.
+func (g *Guest) waitX(ctx context.Context, p *proc, what, class string) (image.Rectangle, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		win image.Rectangle
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		win, err := g.xwait(ctx, class, true)
+		done <- result{win, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return r.win, p.failure("waiting for the "+what, r.err)
+		}
+		return r.win, nil
+	case <-p.exited:
+		cancel()
+		<-done
+		return image.Rectangle{}, p.failure("exited while waiting for the "+what, p.exitErr())
+	}
+}
+
+// xwait looks at the display through `agentd x-wait`, once or (wait) until
+// ctx's deadline. The X client is agentd, the guest's own program, so this
+// host-side package links no X library (docs/design.md, "The tree").
+func (g *Guest) xwait(ctx context.Context, class string, wait bool) (image.Rectangle, error) {
+	args := []string{"x-wait", "--display", g.Display, "--xauthority", g.Xauthority}
+	if class != "" {
+		args = append(args, "--window-class", class)
+	}
+	if wait {
+		timeout := DefaultStartTimeout
+		if deadline, ok := ctx.Deadline(); ok {
+			timeout = time.Until(deadline)
+		}
+		args = append(args, "--timeout", timeout.String())
+	}
+	cmd := exec.CommandContext(ctx, g.agentdPath, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return image.Rectangle{}, fmt.Errorf("%s: %w", strings.TrimPrefix(msg, "agentd: "), err)
+		}
+		return image.Rectangle{}, fmt.Errorf("agentd x-wait: %w", err)
+	}
+	if class == "" {
+		return image.Rectangle{}, nil
+	}
+	var x, y, w, h int
+	if _, err := fmt.Sscan(stdout.String(), &x, &y, &w, &h); err != nil {
+		return image.Rectangle{}, fmt.Errorf("agentd x-wait printed %q: %w", stdout.String(), err)
+	}
+	return image.Rect(x, y, x+w, y+h), nil
 }
 
 func (g *Guest) startAgentd(ctx context.Context, path string) error {
@@ -510,19 +562,7 @@ func (g *Guest) Env() []string {
 // Window returns the screen rectangle of the viewable top-level window whose
 // WM_CLASS class is class.
 func (g *Guest) Window(class string) (image.Rectangle, error) {
-	x, err := dialX(g.displayNo, g.Xauthority)
-	if err != nil {
-		return image.Rectangle{}, fmt.Errorf("connect to display %s: %w", g.Display, err)
-	}
-	defer x.close()
-	r, found, err := x.window(class)
-	if err != nil {
-		return image.Rectangle{}, err
-	}
-	if !found {
-		return image.Rectangle{}, fmt.Errorf("no viewable window of class %q on %s", class, g.Display)
-	}
-	return r, nil
+	return g.xwait(context.Background(), class, false)
 }
 
 // Failed is closed when a process of the guest exits before Down; Err says

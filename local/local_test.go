@@ -151,13 +151,8 @@ func healthy(t *testing.T, g *Guest) {
 	if err := g.Health(context.Background()); err != nil {
 		t.Fatalf("guest %s: /healthz: %v", g.Display, err)
 	}
-	x, err := dialX(g.displayNo, g.Xauthority)
-	if err != nil {
-		t.Fatalf("guest %s: display: %v", g.Display, err)
-	}
-	defer x.close()
-	if ok, err := wmRunning(x); !ok {
-		t.Fatalf("guest %s: window manager not running (%v)", g.Display, err)
+	if _, err := g.xwait(context.Background(), "", false); err != nil {
+		t.Fatalf("guest %s: window manager not running: %v", g.Display, err)
 	}
 }
 

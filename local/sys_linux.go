@@ -165,6 +165,10 @@ func removeSharedMemory(pids []int) error {
 	return errors.Join(errs...)
 }
 
+// xDir is where every X server keeps its lock files and sockets, whatever
+// $TMPDIR says: it is the X11 convention, not a temporary directory.
+const xDir = "/tmp"
+
 // removeXFiles removes display n's lock file and socket if the server that
 // left them was ours (pid): Xvfb removes both on SIGTERM, not on SIGKILL.
 func removeXFiles(n, pid int) error {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentd-dev/agentd/agentd/codeexec"
 	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/agentd/input/xtest"
+	"github.com/agentd-dev/agentd/agentd/xwait"
 	"github.com/agentd-dev/agentd/capture"
 	"github.com/agentd-dev/agentd/capture/render"
 )
@@ -32,6 +33,16 @@ func main() {
 		// It returns only when it could not exec the application.
 		fmt.Fprintln(os.Stderr, "agentd:", runApp(os.Args[2:]))
 		os.Exit(1)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "x-wait" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := xwait.Main(ctx, os.Args[2:], os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "agentd:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)

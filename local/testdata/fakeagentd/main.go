@@ -1,9 +1,11 @@
 // Command fakeagentd stands in for agentd in the local package's tests: it
 // takes agentd's command line, checks what the guest hands it (token file
-// mode, a reachable display), writes --addr-file and serves /healthz.
+// mode, a reachable display), writes --addr-file and serves /healthz. Its
+// x-wait is agentd's own.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net"
@@ -15,9 +17,19 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd-dev/agentd/agentd/xwait"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "x-wait" {
+		// The local backend's X checks are agentd's real ones.
+		if err := xwait.Main(context.Background(), os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "agentd:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	display := flag.String("display", "", "X display")
 	listen := flag.String("listen", "", "TCP address")
 	tokenFile := flag.String("token-file", "", "token file")
