@@ -59,13 +59,12 @@ func TestE2ERunnerDrivesRealDesktop(t *testing.T) {
 	res, err := ts.Run(ctx, runner.RunOptions{
 		Model: "test", Input: "do it",
 		OnDiagnostic: rec.Diagnostic,
-		CallOptions: runner.CallOptions{
-			OnEvent:             rec.Event,
-			ApproveSafetyChecks: func(context.Context, runner.CallInfo, []runner.SafetyCheck) (any, error) { return true, nil },
-			BeforeAction: func(_ context.Context, a runner.ActionInfo) (any, error) {
-				before = append(before, fmt.Sprintf("%s#%d", a.Action.Type, a.Index))
-				return true, nil
-			},
+		OnEvent:      rec.Event,
+	}, runner.CallOptions{
+		ApproveSafetyChecks: func(context.Context, runner.CallInfo, []runner.SafetyCheck) (any, error) { return true, nil },
+		BeforeAction: func(_ context.Context, a runner.ActionInfo) (any, error) {
+			before = append(before, fmt.Sprintf("%s#%d", a.Action.Type, a.Index))
+			return true, nil
 		},
 	})
 	if ferr := rec.Finish(res, err); ferr != nil {

@@ -428,11 +428,10 @@ func TestConsoleApprovesARealRun(t *testing.T) {
 		runCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		done := make(chan error, 1)
 		go func() {
-			_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
-				ApproveSafetyChecks: func(ctx context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
-					return s.Ask(ctx, Question{Kind: runner.ApprovalSafetyChecks, CallID: call.CallID, Actions: []string{call.Actions[0].String()}})
-				},
-			}})
+			_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it"}, runner.CallOptions{ApproveSafetyChecks: func(ctx context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
+				return s.Ask(ctx, Question{Kind: runner.ApprovalSafetyChecks, CallID: call.CallID, Actions: []string{call.Actions[0].String()}})
+			},
+			})
 			done <- err
 		}()
 		run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question button.`+button+`') !== null`, chromedp.WithPollingTimeout(30*time.Second)))
@@ -498,8 +497,7 @@ func TestConsoleBeforeActionInChromium(t *testing.T) {
 		done := make(chan error, 1)
 		ap := Approvals{Server: s}
 		go func() {
-			_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
-				BeforeAction: ap.BeforeAction, OnEvent: rec.Event}})
+			_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", OnEvent: rec.Event}, runner.CallOptions{BeforeAction: ap.BeforeAction})
 			done <- err
 		}()
 		// Answer each question as it comes: the click's with the button

@@ -81,18 +81,17 @@ func TestTakeOverInChromium(t *testing.T) {
 	runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	go func() {
-		_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
-			OnEvent: func(e runner.Event) {
-				events = append(events, e)
-				switch {
-				case e.Kind == runner.EventResponse && e.Step == 2:
-					// The model's click has arrived: the person takes over now.
-					close(atClick)
-					<-taken
-				case e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverPaused:
-					close(paused)
-				}
-			}}})
+		_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", OnEvent: func(e runner.Event) {
+			events = append(events, e)
+			switch {
+			case e.Kind == runner.EventResponse && e.Step == 2:
+				// The model's click has arrived: the person takes over now.
+				close(atClick)
+				<-taken
+			case e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverPaused:
+				close(paused)
+			}
+		}}, runner.CallOptions{})
 		done <- err
 	}()
 	<-atClick
@@ -208,14 +207,12 @@ func TestHandBackAtAQuestion(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
-			BeforeAction: Approvals{Server: s}.BeforeAction,
-			OnEvent: func(e runner.Event) {
-				rec.Event(e)
-				mu.Lock()
-				events = append(events, e)
-				mu.Unlock()
-			}}})
+		_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", OnEvent: func(e runner.Event) {
+			rec.Event(e)
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}}, runner.CallOptions{BeforeAction: Approvals{Server: s}.BeforeAction})
 		done <- err
 	}()
 
@@ -401,14 +398,13 @@ func TestPageAfterTheRunEnds(t *testing.T) {
 	runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	go func() {
-		res, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
-			OnEvent: func(e runner.Event) {
-				rec.Event(e)
-				if e.Kind == runner.EventResponse && e.Step == 2 {
-					close(atClick)
-					<-taken
-				}
-			}}})
+		res, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", OnEvent: func(e runner.Event) {
+			rec.Event(e)
+			if e.Kind == runner.EventResponse && e.Step == 2 {
+				close(atClick)
+				<-taken
+			}
+		}}, runner.CallOptions{})
 		done <- result{res, err}
 	}()
 	<-atClick
@@ -492,23 +488,22 @@ func TestHandBackWhileTheModelThinks(t *testing.T) {
 	var personErr error
 	runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err = ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", CallOptions: runner.CallOptions{
-		OnEvent: func(e runner.Event) {
-			events = append(events, e)
-			if e.Kind != runner.EventResponse || e.Step != 2 {
-				return
-			}
-			// The model's click has arrived but not run: a person takes
-			// the desktop, acts and hands it back before it does.
-			personErr = errors.Join(op.Take(opCtx, takeoverBy),
-				func() error {
-					_, err := op.Input(opCtx, actions.Action{Type: actions.Click, Button: actions.Left, X: 200, Y: 100})
-					return err
-				}())
-			d.rec.Fill(t, 0, 0, 300, 300, color.RGBA{R: 250, G: 0, B: 200, A: 255})
-			d.rec.Sync(t)
-			personErr = errors.Join(personErr, op.HandBack(opCtx, "NOTE-7319 moved the window"))
-		}}})
+	_, err = ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", OnEvent: func(e runner.Event) {
+		events = append(events, e)
+		if e.Kind != runner.EventResponse || e.Step != 2 {
+			return
+		}
+		// The model's click has arrived but not run: a person takes
+		// the desktop, acts and hands it back before it does.
+		personErr = errors.Join(op.Take(opCtx, takeoverBy),
+			func() error {
+				_, err := op.Input(opCtx, actions.Action{Type: actions.Click, Button: actions.Left, X: 200, Y: 100})
+				return err
+			}())
+		d.rec.Fill(t, 0, 0, 300, 300, color.RGBA{R: 250, G: 0, B: 200, A: 255})
+		d.rec.Sync(t)
+		personErr = errors.Join(personErr, op.HandBack(opCtx, "NOTE-7319 moved the window"))
+	}}, runner.CallOptions{})
 	if personErr != nil {
 		t.Fatal(personErr)
 	}
@@ -604,22 +599,21 @@ func TestHandBackBeforeTheFinalMessage(t *testing.T) {
 			var personErr error
 			runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			res, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "look", CallOptions: runner.CallOptions{
-				OnEvent: func(e runner.Event) {
-					rec.Event(e)
-					events = append(events, e)
-					switch {
-					case e.Kind == runner.EventRequest && e.Step == 2:
-						// The model is writing its final message: a person
-						// takes the desktop and acts.
-						personErr = errors.Join(op.Take(opCtx, takeoverBy), act())
-						if !held {
-							personErr = errors.Join(personErr, op.HandBack(opCtx, note))
-						}
-					case held && e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverPaused:
+			res, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "look", OnEvent: func(e runner.Event) {
+				rec.Event(e)
+				events = append(events, e)
+				switch {
+				case e.Kind == runner.EventRequest && e.Step == 2:
+					// The model is writing its final message: a person
+					// takes the desktop and acts.
+					personErr = errors.Join(op.Take(opCtx, takeoverBy), act())
+					if !held {
 						personErr = errors.Join(personErr, op.HandBack(opCtx, note))
 					}
-				}}})
+				case held && e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverPaused:
+					personErr = errors.Join(personErr, op.HandBack(opCtx, note))
+				}
+			}}, runner.CallOptions{})
 			if personErr != nil {
 				t.Fatal(personErr)
 			}

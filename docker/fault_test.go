@@ -46,21 +46,20 @@ func TestContainerKilledMidRun(t *testing.T) {
 	var calls []string // in order of their first action
 	_, err := ts.Run(ctx, runner.RunOptions{
 		Model: "test", Input: "move around",
-		CallOptions: runner.CallOptions{
-			// The first move of the second call has run when the second is
-			// about to: the container dies between them.
-			BeforeAction: func(ctx context.Context, a runner.ActionInfo) (any, error) {
-				if !slices.Contains(calls, a.CallID) {
-					calls = append(calls, a.CallID)
+	}, runner.CallOptions{
+		// The first move of the second call has run when the second is
+		// about to: the container dies between them.
+		BeforeAction: func(ctx context.Context, a runner.ActionInfo) (any, error) {
+			if !slices.Contains(calls, a.CallID) {
+				calls = append(calls, a.CallID)
+			}
+			if a.Action.Type == "move" && a.Index == 1 && !killed {
+				killed = true
+				if _, err := cli.ContainerKill(ctx, g.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+					return nil, err
 				}
-				if a.Action.Type == "move" && a.Index == 1 && !killed {
-					killed = true
-					if _, err := cli.ContainerKill(ctx, g.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-						return nil, err
-					}
-				}
-				return true, nil
-			},
+			}
+			return true, nil
 		},
 	})
 	if !killed {

@@ -40,17 +40,16 @@ func TestPodDeletedMidRun(t *testing.T) {
 	var deleted time.Time
 	_, err := ts.Run(ctx, runner.RunOptions{
 		Model: "test", Input: "look around",
-		CallOptions: runner.CallOptions{
-			BeforeAction: func(ctx context.Context, a runner.ActionInfo) (any, error) {
-				if a.Action.Type == "move" && deleted.IsZero() {
-					zero := int64(0)
-					if err := inst.p.cli.set.CoreV1().Pods(inst.p.namespace).Delete(ctx, inst.p.name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-						return nil, err
-					}
-					deleted = time.Now()
+	}, runner.CallOptions{
+		BeforeAction: func(ctx context.Context, a runner.ActionInfo) (any, error) {
+			if a.Action.Type == "move" && deleted.IsZero() {
+				zero := int64(0)
+				if err := inst.p.cli.set.CoreV1().Pods(inst.p.namespace).Delete(ctx, inst.p.name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+					return nil, err
 				}
-				return true, nil
-			},
+				deleted = time.Now()
+			}
+			return true, nil
 		},
 	})
 	if deleted.IsZero() {

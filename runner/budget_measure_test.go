@@ -35,9 +35,9 @@ func TestMeasureContextBudget(t *testing.T) {
 			// An incompressible 180×180 screenshot of about 31 KiB, as in
 			// TestMeasureLedgerGrowth.
 			d.png, d.size.W, d.size.H = noisePNG(t, 180, 180), 180, 180
-			o := opts(CallOptions{})
+			o := opts()
 			o.MaxSteps, o.Store, o.ContextBudget = steps, openai.Bool(false), budget
-			if _, err := ts.Run(runCtx(), o); err != nil {
+			if _, err := ts.Run(runCtx(), o, CallOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			noViolations(t, srv)

@@ -92,18 +92,18 @@ func TestContextBudgetLongRun(t *testing.T) {
 	d.png, d.size.W, d.size.H = noisePNG(t, 100, 100), 100, 100
 	var n, seen int
 	led := &memLedger{stopAt: steps / 2}
-	o := opts(CallOptions{ApproveSafetyChecks: func(context.Context, CallInfo, []SafetyCheck) (any, error) { return true, nil }})
+	o, calls := opts(), CallOptions{ApproveSafetyChecks: func(context.Context, CallInfo, []SafetyCheck) (any, error) { return true, nil }}
 	o.MaxSteps, o.Store, o.Ledger = steps, openai.Bool(false), led
 	o.ContextBudget = &ContextBudget{MaxImages: 3, MaxInputBytes: limit}
 	o.Tools = []Tool{lookup(t, d, &n, &seen, func(pickupArgs) (Output, error) { return Text("Friday"), nil })}
-	if _, err := ts.Run(runCtx(), o); !errors.Is(err, errCrash) {
+	if _, err := ts.Run(runCtx(), o, calls); !errors.Is(err, errCrash) {
 		t.Fatalf("the first part: %v, want the simulated crash", err)
 	}
 	cp, err := LoadCheckpoint(led.last)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := ts.Resume(runCtx(), cp, o)
+	res, err := ts.Resume(runCtx(), cp, o, calls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +217,10 @@ func TestContextBudgetRefusals(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ts, srv, d := setup(t, respserver.Final("done"))
-			o := opts(CallOptions{})
+			o := opts()
 			tc.set(&o)
 			o.ContextBudget = &tc.budget
-			_, err := ts.Run(runCtx(), o)
+			_, err := ts.Run(runCtx(), o, CallOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one saying %q", err, tc.want)
 			}

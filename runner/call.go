@@ -28,17 +28,18 @@ import (
 // RawJSON is what is validated). Points are checked against the image space
 // the model last saw: opts.ImageSpace when the caller sent that screenshot
 // itself, else the last screenshot this toolset sent (by Execute or Run). A
-// call with coordinates and no known image space is bad input.
+// call with coordinates and no known image space is bad input. onEvent, if
+// set, observes the call as RunOptions.OnEvent observes a run.
 //
 // The returned item is the computer_call_output to send back; on failure the
 // error is a *RunError.
-func (t *Toolset) Execute(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions) (responses.ResponseInputItemComputerCallOutputParam, error) {
+func (t *Toolset) Execute(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions, onEvent func(Event)) (responses.ResponseInputItemComputerCallOutputParam, error) {
 	var zero responses.ResponseInputItemComputerCallOutputParam
 	if err := t.acquire(); err != nil {
 		return zero, &RunError{Err: err}
 	}
 	defer t.release()
-	x := &session{onEvent: opts.OnEvent}
+	x := &session{onEvent: onEvent}
 	c := t.tool(opts)
 	defer c.keepImage()
 	s := &Step{x: x}

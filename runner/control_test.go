@@ -26,13 +26,13 @@ func TestAppendUserTextAtTheLastStep(t *testing.T) {
 			t.Cleanup(srv.Close)
 			ctl := &RunControl{}
 			o := RunOptions{Model: "m", Input: "go", MaxSteps: maxSteps, Tools: []Tool{countingFunction(t, &runs)}, Control: ctl,
-				CallOptions: CallOptions{OnEvent: func(e Event) {
+				OnEvent: func(e Event) {
 					if e.Kind == EventRequest && e.Step == 2 {
 						if err := ctl.AppendUserText("Check it again."); err != nil {
 							t.Error(err)
 						}
 					}
-				}}}
+				}}
 			r := NewRunner(openai.NewClient(option.WithBaseURL(url), option.WithAPIKey(testKey)))
 			res, err := r.Run(context.Background(), o)
 			noViolations(t, srv)

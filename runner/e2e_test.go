@@ -53,7 +53,7 @@ func TestServerToolFailureNothingReachesTheDesktop(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec.Clear()
-			_, err = ts.Run(ctx, runner.RunOptions{Model: "m", Input: "search, then click", Tools: []runner.Tool{search}})
+			_, err = ts.Run(ctx, runner.RunOptions{Model: "m", Input: "search, then click", Tools: []runner.Tool{search}}, runner.CallOptions{})
 			if err := srv.Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func TestEagerClickBeforeTheResponseEnds(t *testing.T) {
 	close(ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := ts.Run(ctx, runner.RunOptions{Model: "m", Input: "click", Stream: &runner.Streaming{Eager: true}})
+	res, err := ts.Run(ctx, runner.RunOptions{Model: "m", Input: "click", Stream: &runner.Streaming{Eager: true}}, runner.CallOptions{})
 	if err != nil || res.FinalMessage != "done" {
 		t.Fatalf("res %+v err %v", res, err)
 	}
@@ -185,7 +185,7 @@ func TestMeasureEagerStepLatency(t *testing.T) {
 				lastShot = ev.Time
 			}
 		}
-		if _, err := ts.Run(context.Background(), o); err != nil {
+		if _, err := ts.Run(context.Background(), o, runner.CallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := srv.Err(); err != nil {

@@ -29,12 +29,12 @@ func TestResumedRequestNamesItsResponse(t *testing.T) {
 			defer f.Close()
 			// The 5th checkpoint is the pending one of request 2 (request,
 			// response, before and after the call come first).
-			o := opts(CallOptions{})
+			o := opts()
 			if stateless {
 				o.Store = openai.Bool(false)
 			}
 			o.Ledger = &crashLedger{f: f, crashAt: 5}
-			if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {
+			if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
 				t.Fatalf("run: %v, want the simulated crash", err)
 			}
 			cp := (&crashLedger{f: f}).last(t)
@@ -45,7 +45,7 @@ func TestResumedRequestNamesItsResponse(t *testing.T) {
 					first = &e
 				}
 			}
-			if _, err := ts.Resume(context.Background(), cp, o); err != nil {
+			if _, err := ts.Resume(context.Background(), cp, o, CallOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			noViolations(t, srv)

@@ -25,7 +25,7 @@ func TestHangupRetriedWithoutRepeatingActions(t *testing.T) {
 		respserver.Call(shot),
 		respserver.Turn{Actions: respserver.Call(`{"type":"click","x":3,"y":4}`, `{"type":"type","text":"hi"}`).Actions, Hangup: 2},
 		respserver.Final("done"))
-	res, err := ts.Run(context.Background(), opts(CallOptions{}))
+	res, err := ts.Run(context.Background(), opts(), CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestTimeoutStopsTheRun(t *testing.T) {
 	ts, srv, d := setupWith(t, []option.RequestOption{option.WithRequestTimeout(attemptTimeout)},
 		respserver.Call(shot),
 		respserver.Turn{Actions: respserver.Call(`{"type":"click","x":3,"y":4}`).Actions, Delay: time.Minute})
-	_, err := ts.Run(context.Background(), opts(CallOptions{}))
+	_, err := ts.Run(context.Background(), opts(), CallOptions{})
 	var re *RunError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "request 2 of 20") {
 		t.Fatalf("err = %v", err)
@@ -76,7 +76,7 @@ func TestServerErrorsExhaustedStopTheRun(t *testing.T) {
 		respserver.Call(shot),
 		respserver.Call(`{"type":"click","x":1,"y":2}`),
 		respserver.Turn{Actions: respserver.Call(`{"type":"click","x":3,"y":4}`).Actions, Fail500: 10})
-	_, err := ts.Run(context.Background(), opts(CallOptions{}))
+	_, err := ts.Run(context.Background(), opts(), CallOptions{})
 	var re *RunError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "request 3 of 20") {
 		t.Fatalf("err = %v", err)

@@ -76,9 +76,10 @@ func TestFunctionAndComputerCallInOneResponse(t *testing.T) {
 				return Text(`{"name":"Zoë","time":"10:30"}`), nil
 			})
 			var events []Event
-			o := opts(CallOptions{OnEvent: func(e Event) { events = append(events, e) }})
+			o := opts()
+			o.OnEvent = func(e Event) { events = append(events, e) }
 			o.Tools = []Tool{f}
-			res, err := ts.Run(runCtx(), o)
+			res, err := ts.Run(runCtx(), o, CallOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,9 +141,9 @@ func TestInvalidArgumentsNeverReachTheFunction(t *testing.T) {
 			ts, srv, d := setup(t, respserver.Call(shot),
 				respserver.Items(respserver.ComputerCall(`{"type":"click","x":3,"y":4}`), respserver.FunctionCall("lookup_pickup", tc.args)))
 			var n, seen int
-			o := opts(CallOptions{})
+			o := opts()
 			o.Tools = []Tool{lookup(t, d, &n, &seen, func(pickupArgs) (Output, error) { return Text("x"), nil })}
-			_, err := ts.Run(runCtx(), o)
+			_, err := ts.Run(runCtx(), o, CallOptions{})
 			noViolations(t, srv)
 			var be *BadInputError
 			if !errors.As(err, &be) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "function lookup_pickup") {
@@ -177,9 +178,9 @@ func TestFunctionFailuresStopTheRun(t *testing.T) {
 				respserver.Items(respserver.ComputerCall(`{"type":"wait"}`), fc, respserver.ComputerCall(`{"type":"click","x":3,"y":4}`)),
 				respserver.Final("done"))
 			var n, seen int
-			o := opts(CallOptions{})
+			o := opts()
 			o.Tools = []Tool{lookup(t, d, &n, &seen, tc.body)}
-			_, err := ts.Run(runCtx(), o)
+			_, err := ts.Run(runCtx(), o, CallOptions{})
 			noViolations(t, srv)
 			var fe *FunctionError
 			if !errors.As(err, &fe) || fe.Name != "lookup_pickup" || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), fe.CallID) {

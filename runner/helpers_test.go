@@ -129,6 +129,6 @@ func noViolations(t *testing.T, srv *respserver.Server) {
 
 const shot = `{"type":"screenshot"}`
 
-func opts(cb CallOptions) RunOptions {
-	return RunOptions{Model: "gpt-5.4", Input: "do the task", CallOptions: cb}
+func opts() RunOptions {
+	return RunOptions{Model: "gpt-5.4", Input: "do the task"}
 }

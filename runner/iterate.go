@@ -19,7 +19,7 @@ var ErrStopped = errors.New("stopped by the caller")
 // Toolset.Iterate). Range over Turns once; then Result says how the run
 // ended. It is for one goroutine.
 //
-//	it := ts.Iterate(ctx, opts)
+//	it := ts.Iterate(ctx, opts, calls)
 //	for turn := range it.Turns() {
 //		if !wanted(turn) {
 //			break // nothing deferred of this turn runs, no request follows
@@ -83,8 +83,9 @@ func (r *Runner) Iterate(ctx context.Context, opts RunOptions) *Iteration {
 }
 
 // Iterate is Runner.Iterate for the computer loop (see Toolset.Run).
-func (t *Toolset) Iterate(ctx context.Context, opts RunOptions) *Iteration {
-	return &Iteration{run: t.Run, ctx: ctx, opts: opts}
+func (t *Toolset) Iterate(ctx context.Context, opts RunOptions, calls CallOptions) *Iteration {
+	run := func(ctx context.Context, opts RunOptions) (*RunResult, error) { return t.Run(ctx, opts, calls) }
+	return &Iteration{run: run, ctx: ctx, opts: opts}
 }
 
 // Turns runs the run, yielding each completed turn (status completed, every

@@ -39,7 +39,7 @@ func TestIterateStopReachesNoDesktop(t *testing.T) {
 			defer srv.Close()
 			ts := runner.New(openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test")), c)
 			defer ts.Close()
-			it := ts.Iterate(ctx, runner.RunOptions{Model: "m", Input: "click", Stream: tc.stream})
+			it := ts.Iterate(ctx, runner.RunOptions{Model: "m", Input: "click", Stream: tc.stream}, runner.CallOptions{})
 			for turn := range it.Turns() {
 				if turn.Step == 2 {
 					// Turn 1's screenshot is taken; nothing of turn 2 ran.

@@ -103,9 +103,9 @@ func TestIterateStopRunsNothingOfTheTurn(t *testing.T) {
 				respserver.Items(respserver.ComputerCall(`{"type":"click","x":3,"y":4}`), respserver.FunctionCall("note", `{}`)),
 				respserver.Final("done"))
 			led := &crashLedger{f: openLedger(t)}
-			o := opts(CallOptions{})
+			o := opts()
 			o.Tools, o.Stream, o.Ledger = []Tool{countingFunction(t, &runs)}, m.stream, led
-			it := ts.Iterate(context.Background(), o)
+			it := ts.Iterate(context.Background(), o, CallOptions{})
 			var first, stoppedAt *Turn
 			for turn := range it.Turns() {
 				if turn.Step == 1 {
@@ -141,7 +141,7 @@ func TestIterateStopRunsNothingOfTheTurn(t *testing.T) {
 				t.Fatalf("last checkpoint %s of step %d", cp.Phase, cp.Step)
 			}
 			// The toolset is free again.
-			if _, err := ts.Run(context.Background(), RunOptions{}); errors.Is(err, ErrBusy) {
+			if _, err := ts.Run(context.Background(), RunOptions{}, CallOptions{}); errors.Is(err, ErrBusy) {
 				t.Fatal("the stopped iteration left the toolset busy")
 			}
 		})
@@ -247,11 +247,11 @@ func TestIterateAbandonedLeavesNothing(t *testing.T) {
 				var runs atomic.Int32
 				ts, srv, d := setup(t, respserver.Items(respserver.ComputerCall(`{"type":"screenshot"}`), respserver.FunctionCall("note", `{}`)),
 					respserver.Final("done"))
-				o := opts(CallOptions{})
+				o := opts()
 				o.Tools, o.Stream = []Tool{countingFunction(t, &runs)}, m.stream
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				it := ts.Iterate(ctx, o)
+				it := ts.Iterate(ctx, o, CallOptions{})
 				f(ctx, cancel, it)
 				if gs := runnerGoroutines(); len(gs) > before {
 					t.Fatalf("%d goroutines left:\n%s", len(gs)-before, strings.Join(gs, "\n\n"))
@@ -267,7 +267,7 @@ func TestIterateAbandonedLeavesNothing(t *testing.T) {
 					t.Fatalf("result %v", err)
 				}
 				// The toolset is free: a run takes it (and refuses its options).
-				if _, err := ts.Run(context.Background(), RunOptions{}); errors.Is(err, ErrBusy) {
+				if _, err := ts.Run(context.Background(), RunOptions{}, CallOptions{}); errors.Is(err, ErrBusy) {
 					t.Fatal("the toolset is still busy")
 				}
 			})

@@ -227,9 +227,6 @@ func resumeFrom(ctx context.Context, cp *Checkpoint, opts *RunOptions) (*session
 	}
 	opts.InputItems, opts.Input, opts.PreviousResponseID = input, "", cp.PreviousResponseID
 	opts.MaxSteps = cp.MaxSteps
-	if opts.ImageSpace == (scaling.Size{}) {
-		opts.ImageSpace = cp.ImageSpace
-	}
 	last := cp.ResponseID
 	if last == "" {
 		last = cp.PreviousResponseID
@@ -238,7 +235,8 @@ func resumeFrom(ctx context.Context, cp *Checkpoint, opts *RunOptions) (*session
 }
 
 // Resume continues a run from its checkpoint cp with the same tools; opts
-// are the run's options (model, tools, callbacks) and opts.Ledger goes on
+// and calls are the run's options (model, tools, callbacks; the computer's
+// image space is the checkpoint's unless calls set it) and opts.Ledger goes on
 // receiving checkpoints. A checkpoint inside a response's calls resumes
 // there without asking the model again; an uncertain call is first put to
 // opts.Reconcile (ErrUncertain without it). Approvals are asked again for
@@ -250,7 +248,7 @@ func resumeFrom(ctx context.Context, cp *Checkpoint, opts *RunOptions) (*session
 // session) has returned none. A screenshot whose size is not the
 // checkpoint's image space is refused before anything acts: the model's
 // coordinates would land elsewhere.
-func (t *Toolset) Resume(ctx context.Context, cp *Checkpoint, opts RunOptions) (*RunResult, error) {
+func (t *Toolset) Resume(ctx context.Context, cp *Checkpoint, opts RunOptions, calls CallOptions) (*RunResult, error) {
 	x, err := resumeFrom(ctx, cp, &opts)
 	if err != nil {
 		return nil, &RunError{Err: err}
@@ -263,8 +261,11 @@ func (t *Toolset) Resume(ctx context.Context, cp *Checkpoint, opts RunOptions) (
 		return nil, &RunError{Err: fmt.Errorf("the model saw %dx%d screenshots, but the driver's view gives %dx%d: resume in the run's view",
 			cp.ImageSpace.W, cp.ImageSpace.H, img.W, img.H)}
 	}
+	if calls.ImageSpace == (scaling.Size{}) {
+		calls.ImageSpace = cp.ImageSpace
+	}
 	opts.resume = x
-	return t.Run(ctx, opts)
+	return t.Run(ctx, opts, calls)
 }
 
 // Resume is Toolset.Resume for a Runner.

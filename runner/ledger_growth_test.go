@@ -84,12 +84,12 @@ func TestMeasureLedgerGrowth(t *testing.T) {
 			}
 			defer f.Close()
 			led := &timedLedger{File: f, saves: map[int][]time.Duration{}, size: map[int]int64{}}
-			o := opts(CallOptions{})
+			o := opts()
 			o.MaxSteps, o.Ledger = steps, led
 			if stateless {
 				o.Store = openai.Bool(false)
 			}
-			if _, err := ts.Run(context.Background(), o); err != nil {
+			if _, err := ts.Run(context.Background(), o, CallOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			noViolations(t, srv)

@@ -61,9 +61,9 @@ func TestCheckpointsAtEveryBoundary(t *testing.T) {
 	}
 	defer f.Close()
 	led := &crashLedger{f: f}
-	o := opts(CallOptions{})
+	o := opts()
 	o.Ledger = led
-	if _, err := ts.Run(context.Background(), o); err != nil {
+	if _, err := ts.Run(context.Background(), o, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	noViolations(t, srv)
@@ -93,13 +93,13 @@ func TestResumeAfterACrashBeforeARequest(t *testing.T) {
 			}
 			// The 5th checkpoint is the pending one of request 2.
 			led := &crashLedger{f: f, crashAt: 5}
-			o := opts(CallOptions{})
+			o := opts()
 			o.MaxSteps = 6
 			if stateless {
 				o.Store = openai.Bool(false)
 			}
 			o.Ledger = led
-			if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {
+			if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
 				t.Fatalf("run: %v, want the simulated crash", err)
 			}
 			f.Close()
@@ -114,13 +114,13 @@ func TestResumeAfterACrashBeforeARequest(t *testing.T) {
 			if cp.Phase != PhaseRequest || cp.Step != 2 {
 				t.Fatalf("last checkpoint %s of step %d, want the request of step 2", cp.Phase, cp.Step)
 			}
-			o2 := opts(CallOptions{})
+			o2 := opts()
 			o2.Input = ""
 			if stateless {
 				o2.Store = openai.Bool(false)
 			}
 			o2.Ledger = led
-			res, err := ts.Resume(context.Background(), cp, o2)
+			res, err := ts.Resume(context.Background(), cp, o2, CallOptions{})
 			if err != nil {
 				t.Fatal(err, srv.Violations())
 			}
@@ -153,14 +153,14 @@ func TestResumeRefusesACheckpointInsideTheCalls(t *testing.T) {
 	defer f.Close()
 	// The 7th checkpoint is before the click.
 	led := &crashLedger{f: f, crashAt: 7}
-	o := opts(CallOptions{})
+	o := opts()
 	o.Ledger = led
-	if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {
+	if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
 		t.Fatalf("run: %v", err)
 	}
 	before := len(d.Calls())
 	cp := led.last(t)
-	if _, err := ts.Resume(context.Background(), cp, opts(CallOptions{})); !errors.Is(err, ErrUncertain) {
+	if _, err := ts.Resume(context.Background(), cp, opts(), CallOptions{}); !errors.Is(err, ErrUncertain) {
 		t.Fatalf("resume from %s: %v, want ErrUncertain", cp.Phase, err)
 	}
 	if len(d.Calls()) != before {

@@ -22,10 +22,10 @@ func TestLocalHistoryRunOfManySteps(t *testing.T) {
 		respserver.Items(respserver.Reasoning("gAAAA-two"), respserver.ComputerCall(shot)),
 		respserver.Final("done"))
 	var n, seen int
-	o := opts(CallOptions{})
+	o := opts()
 	o.Store = openai.Bool(false)
 	o.Tools = []Tool{lookup(t, d, &n, &seen, func(pickupArgs) (Output, error) { return Text("Friday"), nil })}
-	if _, err := ts.Run(runCtx(), o); err != nil {
+	if _, err := ts.Run(runCtx(), o, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	noViolations(t, srv)

@@ -93,7 +93,7 @@ func BenchmarkRunnerStep(b *testing.B) {
 		events := 0
 		start := time.Now()
 		_, err := ts.Run(context.Background(), RunOptions{Model: "bench", Input: "move the mouse", MaxSteps: len(turns),
-			CallOptions: CallOptions{OnEvent: func(Event) { events++ }}})
+			OnEvent: func(Event) { events++ }}, CallOptions{})
 		wall += time.Since(start)
 		srvTime += served(srv)
 		if err == nil {

@@ -71,11 +71,12 @@ func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, stateless bool
 		t.Fatal(err)
 	}
 	var approvals atomic.Int32
+	calls := CallOptions{ApproveSafetyChecks: func(_ context.Context, _ CallInfo, cs []SafetyCheck) (any, error) {
+		approvals.Add(1)
+		return len(cs) == 1 && cs[0].ID == checkID, nil
+	}}
 	o := func() RunOptions {
-		o := opts(CallOptions{ApproveSafetyChecks: func(_ context.Context, _ CallInfo, cs []SafetyCheck) (any, error) {
-			approvals.Add(1)
-			return len(cs) == 1 && cs[0].ID == checkID, nil
-		}})
+		o := opts()
 		o.MaxSteps = 5
 		if stateless {
 			o.Store = openai.Bool(false)
@@ -84,7 +85,7 @@ func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, stateless bool
 	}
 	first := o()
 	first.Ledger = &crashLedger{f: f, crashAt: crashAt}
-	if _, err := ts.Run(context.Background(), first); !errors.Is(err, errCrash) {
+	if _, err := ts.Run(context.Background(), first, calls); !errors.Is(err, errCrash) {
 		t.Fatalf("run: %v, want the simulated crash", err)
 	}
 	f.Close()
@@ -114,7 +115,7 @@ func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, stateless bool
 		}
 		return answer, nil
 	}
-	res, err := ts.Resume(context.Background(), cp, again)
+	res, err := ts.Resume(context.Background(), cp, again, calls)
 	if err != nil {
 		t.Fatal(err, srv.Violations())
 	}
@@ -165,9 +166,9 @@ func TestResumeNeedsAReconciliation(t *testing.T) {
 	}
 	defer f.Close()
 	led := &crashLedger{f: f, crashAt: 7} // before the click
-	o := opts(CallOptions{})
+	o := opts()
 	o.Ledger = led
-	if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {
+	if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
 		t.Fatalf("run: %v", err)
 	}
 	calls := len(d.Calls())
@@ -177,9 +178,9 @@ func TestResumeNeedsAReconciliation(t *testing.T) {
 		func(context.Context, Uncertain) (Reconciliation, error) { return "maybe", nil },
 		func(context.Context, Uncertain) (Reconciliation, error) { return "", errors.New("nobody is there") },
 	} {
-		o := opts(CallOptions{})
+		o := opts()
 		o.Reconcile = rec
-		_, err := ts.Resume(context.Background(), cp, o)
+		_, err := ts.Resume(context.Background(), cp, o, CallOptions{})
 		if err == nil || (rec == nil) != errors.Is(err, ErrUncertain) {
 			t.Fatalf("resume: %v", err)
 		}
@@ -199,15 +200,15 @@ func TestResumeInAnotherViewIsRefused(t *testing.T) {
 	}
 	defer f.Close()
 	led := &crashLedger{f: f, crashAt: 6} // the second response, before its click
-	o := opts(CallOptions{})
+	o := opts()
 	o.Ledger = led
-	if _, err := ts.Run(context.Background(), o); !errors.Is(err, errCrash) {
+	if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
 		t.Fatalf("run: %v", err)
 	}
 	cp := led.last(t)
 	d.size = scaling.Size{W: 32, H: 20}
 	before := len(d.kinds())
-	_, err = ts.Resume(context.Background(), cp, opts(CallOptions{}))
+	_, err = ts.Resume(context.Background(), cp, opts(), CallOptions{})
 	if err == nil || !strings.Contains(err.Error(), "the model saw 64x40 screenshots, but the driver's view gives 32x20") {
 		t.Fatalf("resume: %v", err)
 	}

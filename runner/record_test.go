@@ -29,12 +29,11 @@ func TestRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Note("start", map[string]string{"task": "type it"})
-	o := opts(CallOptions{
-		OnEvent:             rec.Event,
+	o, calls := opts(), CallOptions{
 		ApproveSafetyChecks: func(context.Context, CallInfo, []SafetyCheck) (any, error) { return true, nil },
-	})
-	o.OnDiagnostic = rec.Diagnostic
-	res, err := ts.Run(context.Background(), o)
+	}
+	o.OnEvent, o.OnDiagnostic = rec.Event, rec.Diagnostic
+	res, err := ts.Run(context.Background(), o, calls)
 	if err != nil {
 		t.Fatal(err)
 	}

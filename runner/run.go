@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/agentd-dev/agentd/internal/onerun"
 )
 
 // DefaultMaxSteps bounds the requests of a run when RunOptions.MaxSteps is 0.
@@ -28,8 +29,8 @@ type RunOptions struct {
 	// comes after the items.
 	Input string
 	// InputItems start the run from items (for example a screenshot the
-	// caller took through the driver: set CallOptions.ImageSpace to its
-	// size so the model's first call may click on it).
+	// caller took through the driver: give the computer toolset its size
+	// in CallOptions.ImageSpace so the model's first call may click on it).
 	InputItems responses.ResponseInputParam
 	// PreviousResponseID continues an earlier response. Its outstanding
 	// calls must be answered in InputItems.
@@ -38,11 +39,12 @@ type RunOptions struct {
 	// allowed request starts no effects: if it asks for local calls, the
 	// run ends with ErrStepLimit instead.
 	MaxSteps int
-	// CallOptions govern computer calls; their OnEvent observes the whole
-	// run.
-	CallOptions
-	// Tools are the run's other tools (function tools, server tools, MCP
-	// servers), declared on every request after the computer.
+	// OnEvent observes the whole run, every tool's calls included,
+	// synchronously. It should return quickly.
+	OnEvent func(Event)
+	// Tools are the run's tools (function tools, server tools, MCP
+	// servers, a browser or code tool), declared on every request in this
+	// order; Toolset.Run declares the computer first.
 	Tools []Tool
 	// OnDiagnostic observes one record per request, synchronously. Panics
 	// are ignored.
@@ -108,8 +110,7 @@ type Runner struct {
 	requestOptions []option.RequestOption
 	name           string
 
-	mu      sync.Mutex
-	running bool
+	gate onerun.Gate
 }
 
 // NewRunner returns a Runner asking client's Responses API, adding
@@ -121,33 +122,26 @@ func NewRunner(client openai.Client, requestOptions ...option.RequestOption) *Ru
 // Run performs the loop with opts.Tools. On failure the error is a
 // *RunError.
 func (r *Runner) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
-	r.mu.Lock()
-	if r.running {
-		r.mu.Unlock()
-		return nil, &RunError{Err: ErrBusy}
+	// A Runner is never closed: the gate only refuses a second run.
+	if err := r.gate.Acquire(ErrClosed, ErrBusy); err != nil {
+		return nil, &RunError{Err: err}
 	}
-	r.running = true
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		r.running = false
-		r.mu.Unlock()
-	}()
+	defer r.gate.Release()
 	l := loop{responses: r.responses, requestOptions: r.requestOptions, name: r.name, tools: opts.Tools}
 	return l.run(ctx, opts)
 }
 
 // Run performs the native computer loop, with opts.Tools beside the
-// computer: it sends the task, executes the local calls of each response in
-// order, answers each and continues with previous_response_id until a
-// response carries a final message and no local call. On failure the error
-// is a *RunError.
-func (t *Toolset) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
+// computer, whose calls calls govern: it sends the task, executes the local
+// calls of each response in order, answers each and continues with
+// previous_response_id until a response carries a final message and no
+// local call. On failure the error is a *RunError.
+func (t *Toolset) Run(ctx context.Context, opts RunOptions, calls CallOptions) (*RunResult, error) {
 	if err := t.acquire(); err != nil {
 		return nil, &RunError{Err: err}
 	}
 	defer t.release()
-	c := t.tool(opts.CallOptions)
+	c := t.tool(calls)
 	defer c.keepImage()
 	l := loop{responses: t.responses, requestOptions: t.requestOptions, name: t.name,
 		tools: append([]Tool{c}, opts.Tools...)}

@@ -28,9 +28,10 @@ func TestRunHappyPath(t *testing.T) {
 		respserver.Turn{Message: "Saved the file.", ExpectImage: scaling.Size{W: 64, H: 40}},
 	)
 	var events []Event
-	o := opts(CallOptions{OnEvent: func(e Event) { events = append(events, e) }})
+	o := opts()
+	o.OnEvent = func(e Event) { events = append(events, e) }
 	o.Instructions = "be careful"
-	res, err := ts.Run(context.Background(), o)
+	res, err := ts.Run(context.Background(), o, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +81,11 @@ func TestRunHappyPath(t *testing.T) {
 func TestScreenshotOnlyCallTakesOneScreenshot(t *testing.T) {
 	ts, srv, d := setup(t, respserver.Call(shot), respserver.Final("done"))
 	var infos []ActionInfo
-	o := opts(CallOptions{BeforeAction: func(_ context.Context, a ActionInfo) (any, error) {
+	o, calls := opts(), CallOptions{BeforeAction: func(_ context.Context, a ActionInfo) (any, error) {
 		infos = append(infos, a)
 		return true, nil
-	}})
-	if _, err := ts.Run(context.Background(), o); err != nil {
+	}}
+	if _, err := ts.Run(context.Background(), o, calls); err != nil {
 		t.Fatal(err)
 	}
 	noViolations(t, srv)
@@ -133,7 +134,7 @@ func TestSafetyCheckApprovals(t *testing.T) {
 					return tc.approve(ctx, call, c)
 				}
 			}
-			_, err := ts.Run(context.Background(), opts(cb))
+			_, err := ts.Run(context.Background(), opts(), cb)
 			noViolations(t, srv) // acknowledged checks match the pending ones
 			if tc.ok {
 				if err != nil {
@@ -175,11 +176,11 @@ func TestBeforeActionRefusalMidBatch(t *testing.T) {
 		respserver.Call(`{"type":"move","x":5,"y":5}`, `{"type":"click","x":6,"y":6}`, `{"type":"type","text":"x"}`),
 		respserver.Final("done"))
 	var asked []ActionInfo
-	o := opts(CallOptions{BeforeAction: func(_ context.Context, a ActionInfo) (any, error) {
+	o, calls := opts(), CallOptions{BeforeAction: func(_ context.Context, a ActionInfo) (any, error) {
 		asked = append(asked, a)
 		return a.Action.Type != "click", nil
-	}})
-	_, err := ts.Run(context.Background(), o)
+	}}
+	_, err := ts.Run(context.Background(), o, calls)
 	noViolations(t, srv)
 	var ae *ApprovalError
 	if !errors.As(err, &ae) || ae.Kind != ApprovalBeforeAction || ae.Index != 1 || ae.Reason != "refused" {
@@ -201,13 +202,13 @@ func TestBeforeActionRefusalMidBatch(t *testing.T) {
 
 func TestBeforeActionRefusesFinalScreenshot(t *testing.T) {
 	ts, srv, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"wait"}`), respserver.Final("done"))
-	o := opts(CallOptions{BeforeAction: func(_ context.Context, a ActionInfo) (any, error) {
+	o, calls := opts(), CallOptions{BeforeAction: func(_ context.Context, a ActionInfo) (any, error) {
 		if a.IsFinalScreenshot && a.Index == 1 {
 			return false, nil
 		}
 		return true, nil
-	}})
-	_, err := ts.Run(context.Background(), o)
+	}}
+	_, err := ts.Run(context.Background(), o, calls)
 	noViolations(t, srv)
 	var ae *ApprovalError
 	if !errors.As(err, &ae) || ae.Index != 1 || ae.Subject != "final screenshot" {
@@ -230,9 +231,9 @@ func TestMaxSteps(t *testing.T) {
 				turns = append(turns, respserver.Call(shot))
 			}
 			ts, srv, d := setup(t, turns...)
-			o := opts(CallOptions{})
+			o := opts()
 			o.MaxSteps = tc.maxSteps
-			_, err := ts.Run(context.Background(), o)
+			_, err := ts.Run(context.Background(), o, CallOptions{})
 			noViolations(t, srv)
 			if !errors.Is(err, ErrStepLimit) {
 				t.Fatalf("err = %v, want step limit", err)
@@ -272,15 +273,15 @@ func TestBusy(t *testing.T) {
 	ts, _, d := blockingSetup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { _, err := ts.Run(ctx, opts(CallOptions{})); done <- err }()
+	go func() { _, err := ts.Run(ctx, opts(), CallOptions{}); done <- err }()
 	<-d.started
 
 	start := time.Now()
-	_, err := ts.Run(context.Background(), opts(CallOptions{}))
+	_, err := ts.Run(context.Background(), opts(), CallOptions{})
 	if !errors.Is(err, ErrBusy) {
 		t.Fatalf("second Run: %v, want busy", err)
 	}
-	_, err = ts.Execute(context.Background(), responses.ResponseComputerToolCall{}, CallOptions{})
+	_, err = ts.Execute(context.Background(), responses.ResponseComputerToolCall{}, CallOptions{}, nil)
 	if !errors.Is(err, ErrBusy) {
 		t.Fatalf("concurrent Execute: %v, want busy", err)
 	}
@@ -301,9 +302,9 @@ func TestBusyConcurrentExecute(t *testing.T) {
 	call := decodeCall(t, `{"type":"computer_call","id":"cu_1","call_id":"call_1","status":"completed","pending_safety_checks":[],
 		"actions":[{"type":"type","text":"hello"}]}`)
 	done := make(chan error, 1)
-	go func() { _, err := ts.Execute(context.Background(), call, CallOptions{}); done <- err }()
+	go func() { _, err := ts.Execute(context.Background(), call, CallOptions{}, nil); done <- err }()
 	<-d.started
-	if _, err := ts.Execute(context.Background(), call, CallOptions{}); !errors.Is(err, ErrBusy) {
+	if _, err := ts.Execute(context.Background(), call, CallOptions{}, nil); !errors.Is(err, ErrBusy) {
 		t.Fatalf("concurrent Execute: %v, want busy", err)
 	}
 	close(d.gate)
@@ -315,7 +316,7 @@ func TestBusyConcurrentExecute(t *testing.T) {
 func TestCloseWhileRunning(t *testing.T) {
 	ts, srv, d := blockingSetup(t)
 	done := make(chan error, 1)
-	go func() { _, err := ts.Run(context.Background(), opts(CallOptions{})); done <- err }()
+	go func() { _, err := ts.Run(context.Background(), opts(), CallOptions{}); done <- err }()
 	<-d.started
 	if s := ts.Status(); s != StatusOpen {
 		t.Fatalf("status %s while running, want open", s)
@@ -326,7 +327,7 @@ func TestCloseWhileRunning(t *testing.T) {
 	if s := ts.Status(); s != StatusDraining {
 		t.Fatalf("status %s after Close during a run, want draining", s)
 	}
-	if _, err := ts.Run(context.Background(), opts(CallOptions{})); !errors.Is(err, ErrClosed) {
+	if _, err := ts.Run(context.Background(), opts(), CallOptions{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Run after Close: %v", err)
 	}
 	// Close does not cancel: the run finishes its work.
@@ -344,7 +345,7 @@ func TestCancelDuringType(t *testing.T) {
 	ts, srv, d := blockingSetup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { _, err := ts.Run(ctx, opts(CallOptions{})); done <- err }()
+	go func() { _, err := ts.Run(ctx, opts(), CallOptions{}); done <- err }()
 	<-d.started
 	cancel()
 	err := <-done
@@ -381,15 +382,15 @@ func TestCancelDuringApproval(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	asking := make(chan struct{})
 	var returned atomic.Bool
-	o := opts(CallOptions{ApproveSafetyChecks: func(ctx context.Context, _ CallInfo, _ []SafetyCheck) (any, error) {
+	o, calls := opts(), CallOptions{ApproveSafetyChecks: func(ctx context.Context, _ CallInfo, _ []SafetyCheck) (any, error) {
 		close(asking)
 		<-ctx.Done()
 		time.Sleep(5 * time.Millisecond) // a slow callback is still waited for
 		returned.Store(true)
 		return true, nil // approving after cancellation approves nothing
-	}})
+	}}
 	done := make(chan error, 1)
-	go func() { _, err := ts.Run(ctx, o); done <- err }()
+	go func() { _, err := ts.Run(ctx, o, calls); done <- err }()
 	<-asking
 	cancel()
 	err := <-done
@@ -410,7 +411,7 @@ func TestRetry500DoesNotRepeatActions(t *testing.T) {
 		respserver.Turn{Actions: respserver.Call(shot).Actions, Fail500: 1},
 		respserver.Turn{Actions: respserver.Call(`{"type":"click","x":3,"y":4}`, `{"type":"type","text":"hi"}`).Actions, Fail500: 2},
 		respserver.Turn{Message: "done", Fail500: 1})
-	res, err := ts.Run(context.Background(), opts(CallOptions{}))
+	res, err := ts.Run(context.Background(), opts(), CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +439,7 @@ func TestTruncatedBody(t *testing.T) {
 		respserver.Call(shot),
 		respserver.Turn{Actions: respserver.Call(`{"type":"click","x":3,"y":4}`).Actions, Truncate: true},
 		respserver.Final("done"))
-	_, err := ts.Run(context.Background(), opts(CallOptions{}))
+	_, err := ts.Run(context.Background(), opts(), CallOptions{})
 	noViolations(t, srv)
 	var re *RunError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "request 2 of 20") {
@@ -461,9 +462,9 @@ func TestDiagnostics(t *testing.T) {
 		respserver.Turn{Actions: respserver.Call(`{"type":"click","x":33,"y":17}`, `{"type":"type","text":"hunter2-password"}`).Actions, NoUsage: true},
 		respserver.Final("done"))
 	var diags []Diagnostic
-	o := opts(CallOptions{})
+	o := opts()
 	o.OnDiagnostic = func(d Diagnostic) { diags = append(diags, d) }
-	res, err := ts.Run(context.Background(), o)
+	res, err := ts.Run(context.Background(), o, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,9 +503,10 @@ func TestDiagnostics(t *testing.T) {
 func TestPanickingObserversChangeNothing(t *testing.T) {
 	script := []respserver.Turn{respserver.Call(shot), respserver.Call(`{"type":"click","x":1,"y":1}`), respserver.Final("done")}
 	ts, srv, d := setup(t, script...)
-	o := opts(CallOptions{OnEvent: func(Event) { panic("event observer") }})
+	o := opts()
+	o.OnEvent = func(Event) { panic("event observer") }
 	o.OnDiagnostic = func(Diagnostic) { panic("diagnostic observer") }
-	res, err := ts.Run(context.Background(), o)
+	res, err := ts.Run(context.Background(), o, CallOptions{})
 	if err != nil || res.FinalMessage != "done" {
 		t.Fatalf("res %+v err %v", res, err)
 	}
@@ -514,9 +516,10 @@ func TestPanickingObserversChangeNothing(t *testing.T) {
 	}
 	// A panicking observer cannot approve safety checks either.
 	ts2, _, d2 := setup(t, respserver.Turn{Actions: respserver.Call(shot).Actions, SafetyChecks: []respserver.SafetyCheck{{ID: "sc"}}})
-	o2 := opts(CallOptions{OnEvent: func(Event) { panic("x") }})
+	o2 := opts()
+	o2.OnEvent = func(Event) { panic("x") }
 	o2.OnDiagnostic = func(Diagnostic) { panic("y") }
-	if _, err := ts2.Run(context.Background(), o2); !errors.Is(err, ErrNotApproved) {
+	if _, err := ts2.Run(context.Background(), o2, CallOptions{}); !errors.Is(err, ErrNotApproved) {
 		t.Fatalf("err = %v", err)
 	}
 	if len(d2.Calls()) != 0 {
@@ -547,7 +550,7 @@ func TestBadModelInput(t *testing.T) {
 				respserver.Call(shot),
 				respserver.Call(`{"type":"move","x":2,"y":2}`, `{"type":"type","text":"x"}`, tc.action, `{"type":"wait"}`),
 				respserver.Final("done"))
-			_, err := ts.Run(context.Background(), opts(CallOptions{}))
+			_, err := ts.Run(context.Background(), opts(), CallOptions{})
 			noViolations(t, srv)
 			var be *BadInputError
 			if !errors.As(err, &be) || be.Index != 2 || !strings.HasPrefix(be.CallID, "call_") {
@@ -566,7 +569,7 @@ func TestBadModelInput(t *testing.T) {
 func TestCoordinatesBeforeScreenshot(t *testing.T) {
 	// Coordinates before any screenshot was sent have no image space.
 	ts, _, d := setup(t, respserver.Call(`{"type":"click","x":1,"y":1}`))
-	_, err := ts.Run(context.Background(), opts(CallOptions{}))
+	_, err := ts.Run(context.Background(), opts(), CallOptions{})
 	var be *BadInputError
 	if !errors.As(err, &be) || be.Index != 0 || !strings.Contains(err.Error(), "no screenshot has been sent") {
 		t.Fatalf("err = %v", err)
@@ -582,7 +585,7 @@ func TestExecute(t *testing.T) {
 	first := decodeCall(t, `{"type":"computer_call","id":"cu_1","call_id":"call_1","status":"completed",
 		"pending_safety_checks":[{"id":"sc_1","code":"irrelevant_domain","message":"m"}],"actions":[{"type":"screenshot"}]}`)
 	approve := CallOptions{ApproveSafetyChecks: func(context.Context, CallInfo, []SafetyCheck) (any, error) { return true, nil }}
-	out, err := ts.Execute(context.Background(), first, approve)
+	out, err := ts.Execute(context.Background(), first, approve, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,13 +611,13 @@ func TestExecute(t *testing.T) {
 	// The next call is checked against that screenshot's image.
 	second := decodeCall(t, `{"type":"computer_call","id":"cu_2","call_id":"call_2","status":"completed",
 		"pending_safety_checks":[],"actions":[{"type":"click","x":70,"y":1}]}`)
-	_, err = ts.Execute(context.Background(), second, CallOptions{})
+	_, err = ts.Execute(context.Background(), second, CallOptions{}, nil)
 	var be *BadInputError
 	if !errors.As(err, &be) || be.CallID != "call_2" {
 		t.Fatalf("err = %v", err)
 	}
 	// Without the callback, the same checks are refused.
-	_, err = ts.Execute(context.Background(), first, CallOptions{})
+	_, err = ts.Execute(context.Background(), first, CallOptions{}, nil)
 	if !errors.Is(err, ErrNotApproved) {
 		t.Fatalf("err = %v", err)
 	}
@@ -623,15 +626,15 @@ func TestExecute(t *testing.T) {
 	}
 	// An unfinished call is not executed.
 	partial := decodeCall(t, `{"type":"computer_call","id":"cu_3","call_id":"call_3","status":"in_progress","pending_safety_checks":[],"actions":[{"type":"wait"}]}`)
-	if _, err := ts.Execute(context.Background(), partial, CallOptions{}); !errors.As(err, &be) || be.Index != -1 {
+	if _, err := ts.Execute(context.Background(), partial, CallOptions{}, nil); !errors.As(err, &be) || be.Index != -1 {
 		t.Fatalf("err = %v", err)
 	}
 	empty := decodeCall(t, `{"type":"computer_call","id":"cu_4","call_id":"call_4","status":"completed","pending_safety_checks":[],"actions":[]}`)
-	if _, err := ts.Execute(context.Background(), empty, CallOptions{}); !errors.As(err, &be) || !strings.Contains(err.Error(), "no actions") {
+	if _, err := ts.Execute(context.Background(), empty, CallOptions{}, nil); !errors.As(err, &be) || !strings.Contains(err.Error(), "no actions") {
 		t.Fatalf("err = %v", err)
 	}
 	ts.Close()
-	if _, err := ts.Execute(context.Background(), first, approve); !errors.Is(err, ErrClosed) {
+	if _, err := ts.Execute(context.Background(), first, approve, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -647,7 +650,7 @@ func decodeCall(t *testing.T, s string) responses.ResponseComputerToolCall {
 
 func TestFinalMessageRequired(t *testing.T) {
 	ts, _, _ := setup(t, respserver.Final(""))
-	_, err := ts.Run(context.Background(), opts(CallOptions{}))
+	_, err := ts.Run(context.Background(), opts(), CallOptions{})
 	if err == nil || !strings.Contains(err.Error(), "neither a local call nor a final message") {
 		t.Fatalf("err = %v", err)
 	}
@@ -656,7 +659,7 @@ func TestFinalMessageRequired(t *testing.T) {
 func TestRunOptionsChecked(t *testing.T) {
 	ts := New(openai.NewClient(), computer.Sequential(newFakeDriver(t, 8, 8)))
 	for _, o := range []RunOptions{{Input: "x"}, {Model: "m"}, {Model: "m", Input: "x", MaxSteps: -1}} {
-		if _, err := ts.Run(context.Background(), o); err == nil {
+		if _, err := ts.Run(context.Background(), o, CallOptions{}); err == nil {
 			t.Fatalf("options %+v accepted", o)
 		}
 	}
@@ -664,7 +667,7 @@ func TestRunOptionsChecked(t *testing.T) {
 
 func TestScreenshotInsideABatch(t *testing.T) {
 	ts, srv, d := setup(t, respserver.Call(shot), respserver.Call(shot, `{"type":"click","x":1,"y":1}`, shot), respserver.Final("done"))
-	if _, err := ts.Run(context.Background(), opts(CallOptions{})); err != nil {
+	if _, err := ts.Run(context.Background(), opts(), CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	noViolations(t, srv)
@@ -678,13 +681,14 @@ func TestScreenshotInsideABatch(t *testing.T) {
 func TestCancelDuringRequest(t *testing.T) {
 	ts, srv, d := setup(t, respserver.Call(shot), respserver.Turn{Actions: respserver.Call(shot).Actions, Delay: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
-	o := opts(CallOptions{OnEvent: func(e Event) {
+	o := opts()
+	o.OnEvent = func(e Event) {
 		if e.Kind == EventRequest && e.Step == 2 {
 			go func() { time.Sleep(5 * time.Millisecond); cancel() }()
 		}
-	}})
+	}
 	start := time.Now()
-	_, err := ts.Run(ctx, o)
+	_, err := ts.Run(ctx, o, CallOptions{})
 	if !errors.Is(err, context.Canceled) || time.Since(start) > 10*time.Second {
 		t.Fatalf("err = %v after %s", err, time.Since(start))
 	}

@@ -30,7 +30,7 @@ func TestUnclaimedItemStopsTheRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// The computer call comes first: nothing of the response runs.
 			ts, srv, d := setup(t, respserver.Call(shot), respserver.Items(respserver.ComputerCall(`{"type":"wait"}`), tc.item))
-			_, err := ts.Run(context.Background(), opts(CallOptions{}))
+			_, err := ts.Run(context.Background(), opts(), CallOptions{})
 			noViolations(t, srv)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "no tool of the run handles") {
 				t.Fatalf("err = %v, want it to name %s", err, tc.want)
@@ -48,7 +48,7 @@ func TestCommentaryIsNotAFinalMessage(t *testing.T) {
 	ts, srv, d := setup(t,
 		respserver.Items(respserver.Message("Let me look at the screen.", "commentary"), respserver.ComputerCall(shot)),
 		respserver.Items(respserver.Message("Thinking aloud", "commentary"), respserver.Message("All done.", "final_answer")))
-	res, err := ts.Run(context.Background(), opts(CallOptions{}))
+	res, err := ts.Run(context.Background(), opts(), CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestCommentaryIsNotAFinalMessage(t *testing.T) {
 
 	// A response with only commentary has no final message.
 	ts2, _, _ := setup(t, respserver.Items(respserver.Message("Working on it", "commentary")))
-	if _, err := ts2.Run(context.Background(), opts(CallOptions{})); err == nil || !strings.Contains(err.Error(), "neither a local call nor a final message") {
+	if _, err := ts2.Run(context.Background(), opts(), CallOptions{}); err == nil || !strings.Contains(err.Error(), "neither a local call nor a final message") {
 		t.Fatalf("commentary only: err = %v", err)
 	}
 }
@@ -74,9 +74,9 @@ func TestResponseStatusStopsTheRun(t *testing.T) {
 			ts, srv, d := setup(t, respserver.Call(shot),
 				respserver.Turn{Actions: respserver.Call(`{"type":"click","x":1,"y":1}`).Actions, Status: tc.status, Reason: tc.reason})
 			var diags []Diagnostic
-			o := opts(CallOptions{})
+			o := opts()
 			o.OnDiagnostic = func(d Diagnostic) { diags = append(diags, d) }
-			_, err := ts.Run(context.Background(), o)
+			_, err := ts.Run(context.Background(), o, CallOptions{})
 			noViolations(t, srv)
 			if err == nil || !strings.Contains(err.Error(), `status "`+tc.status+`"`) || !strings.Contains(err.Error(), tc.reason) {
 				t.Fatalf("err = %v", err)
@@ -96,9 +96,9 @@ func TestDiagnosticsCarryEveryCallID(t *testing.T) {
 		respserver.Items(respserver.ComputerCall(shot), respserver.ComputerCall(shot)),
 		respserver.Turn{Message: "done", Fail500: 10})
 	var diags []Diagnostic
-	o := opts(CallOptions{})
+	o := opts()
 	o.OnDiagnostic = func(d Diagnostic) { diags = append(diags, d) }
-	_, err := ts.Run(context.Background(), o)
+	_, err := ts.Run(context.Background(), o, CallOptions{})
 	noViolations(t, srv)
 	if err == nil {
 		t.Fatal("the run succeeded against a failing server")
@@ -119,7 +119,7 @@ func TestCallbacksGetDeepCopies(t *testing.T) {
 			`{"type":"drag","path":[{"x":1,"y":1},{"x":9,"y":9}],"keys":["ctrl"]}`).Actions,
 			SafetyChecks: []respserver.SafetyCheck{{ID: "sc_1", Code: "c", Message: "m"}}},
 		respserver.Final("done"))
-	o := opts(CallOptions{
+	o, approvals := opts(), CallOptions{
 		ApproveSafetyChecks: func(_ context.Context, call CallInfo, checks []SafetyCheck) (any, error) {
 			call.Actions[0].Keys[0] = "alt"
 			call.Actions[1].Path[1] = actions.Point{X: 63, Y: 39}
@@ -135,8 +135,8 @@ func TestCallbacksGetDeepCopies(t *testing.T) {
 			}
 			return true, nil
 		},
-	})
-	if _, err := ts.Run(context.Background(), o); err != nil {
+	}
+	if _, err := ts.Run(context.Background(), o, approvals); err != nil {
 		t.Fatal(err)
 	}
 	noViolations(t, srv) // the acknowledged check is still sc_1
@@ -157,21 +157,21 @@ func TestExecuteImageSpace(t *testing.T) {
 	// The caller took the screenshot itself and says its size.
 	d := newFakeDriver(t, 64, 40)
 	ts := New(openai.NewClient(), computer.Sequential(d))
-	if _, err := ts.Execute(context.Background(), click, CallOptions{ImageSpace: scaling.Size{W: 64, H: 40}}); err != nil {
+	if _, err := ts.Execute(context.Background(), click, CallOptions{ImageSpace: scaling.Size{W: 64, H: 40}}, nil); err != nil {
 		t.Fatalf("with the caller's image space: %v", err)
 	}
 	// A point outside the caller's image is still refused.
-	if _, err := New(openai.NewClient(), computer.Sequential(d)).Execute(context.Background(), click, CallOptions{ImageSpace: scaling.Size{W: 32, H: 20}}); err == nil {
+	if _, err := New(openai.NewClient(), computer.Sequential(d)).Execute(context.Background(), click, CallOptions{ImageSpace: scaling.Size{W: 32, H: 20}}, nil); err == nil {
 		t.Fatal("a point outside the caller's image was accepted")
 	}
 
 	// After a Run, Execute goes on in the image the run sent last.
 	ts2, srv, d2 := setup(t, respserver.Call(shot), respserver.Final("done"))
-	if _, err := ts2.Run(context.Background(), opts(CallOptions{})); err != nil {
+	if _, err := ts2.Run(context.Background(), opts(), CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	noViolations(t, srv)
-	if _, err := ts2.Execute(context.Background(), click, CallOptions{}); err != nil {
+	if _, err := ts2.Execute(context.Background(), click, CallOptions{}, nil); err != nil {
 		t.Fatalf("Execute after Run: %v", err)
 	}
 	if got := d2.kinds(); !slices.Equal(got, []string{"screenshot", "click", "screenshot"}) {
@@ -189,8 +189,8 @@ func TestRunFromInputItems(t *testing.T) {
 			responses.ResponseInputMessageContentListParam{{OfInputImage: &responses.ResponseInputImageParam{
 				ImageURL: openai.String(img), Detail: responses.ResponseInputImageDetailOriginal}}},
 			responses.EasyInputMessageRoleUser)},
-		CallOptions: CallOptions{ImageSpace: scaling.Size{W: 64, H: 40}}}
-	if _, err := ts.Run(context.Background(), o); err != nil {
+	}
+	if _, err := ts.Run(context.Background(), o, CallOptions{ImageSpace: scaling.Size{W: 64, H: 40}}); err != nil {
 		t.Fatal(err)
 	}
 	noViolations(t, srv)

@@ -51,12 +51,12 @@ func TestServerToolResultsKeptNative(t *testing.T) {
 				respserver.Items(respserver.ServerItem("web_search_call", "completed", nil), ci,
 					respserver.Reasoning("gAAAA-encrypted"), respserver.ComputerCall(shot)),
 				respserver.Final("done"))
-			o := opts(CallOptions{})
+			o := opts()
 			o.Tools = []Tool{declare(t, webSearch), declare(t, interpreter)}
 			if stateless {
 				o.Store = openai.Bool(false)
 			}
-			if _, err := ts.Run(context.Background(), o); err != nil {
+			if _, err := ts.Run(context.Background(), o, CallOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			// respserver checks that a stateless request re-sends every item
@@ -91,11 +91,11 @@ func TestServerToolFailureStopsBeforeLocalCalls(t *testing.T) {
 				respserver.Items(respserver.ComputerCall(`{"type":"click","x":1,"y":1}`),
 					respserver.FunctionCall("lookup_pickup", `{"reference":"A","days":1,"note":null}`),
 					respserver.ServerItem(tc.typ, tc.status, nil)))
-			o := opts(CallOptions{})
+			o := opts()
 			o.Tools = []Tool{declare(t, webSearch), declare(t, interpreter), declare(t, docsMCP),
 				lookup(t, d, &n, &seen, func(pickupArgs) (Output, error) { return Text("x"), nil })}
 			o.ApproveMCP = func(context.Context, MCPApprovalRequest) (any, error) { return true, nil }
-			_, err := ts.Run(runCtx(), o)
+			_, err := ts.Run(runCtx(), o, CallOptions{})
 			noViolations(t, srv)
 			if err == nil || !strings.Contains(err.Error(), tc.typ) || !strings.Contains(err.Error(), "before any local call") {
 				t.Fatalf("err = %v", err)
@@ -109,10 +109,10 @@ func TestServerToolFailureStopsBeforeLocalCalls(t *testing.T) {
 
 func TestStoreFalseWithImageGenerationRefused(t *testing.T) {
 	ts, srv, d := setup(t, respserver.Final("done"))
-	o := opts(CallOptions{})
+	o := opts()
 	o.Tools = []Tool{declare(t, imageGen)}
 	o.Store = openai.Bool(false)
-	if _, err := ts.Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "image generation") {
+	if _, err := ts.Run(context.Background(), o, CallOptions{}); err == nil || !strings.Contains(err.Error(), "image generation") {
 		t.Fatalf("err = %v", err)
 	}
 	if len(srv.Requests()) != 0 || len(d.Calls()) != 0 {
@@ -120,7 +120,7 @@ func TestStoreFalseWithImageGenerationRefused(t *testing.T) {
 	}
 	// Unset store is sent as unset: the runner never turns it on.
 	o.Store = param.Opt[bool]{}
-	if _, err := ts.Run(context.Background(), o); err != nil {
+	if _, err := ts.Run(context.Background(), o, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := body(t, srv.Requests()[0].Body)["store"]; ok {
@@ -224,13 +224,13 @@ func TestToolChoice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, srv, d := setup(t, respserver.Call(shot), respserver.Final("done"))
-			o := opts(CallOptions{})
+			o := opts()
 			o.Tools = []Tool{f}
 			if tc.server {
 				o.Tools = append(o.Tools, declare(t, webSearch))
 			}
 			o.ToolChoice = tc.choice
-			_, err := ts.Run(context.Background(), o)
+			_, err := ts.Run(context.Background(), o, CallOptions{})
 			if !tc.ok {
 				if err == nil || !strings.Contains(err.Error(), "could never end") || len(srv.Requests()) != 0 || len(d.Calls()) != 0 {
 					t.Fatalf("err = %v, %d requests: want a refusal before the first request", err, len(srv.Requests()))
@@ -267,18 +267,19 @@ func TestAppendUserText(t *testing.T) {
 		respserver.Items(respserver.FunctionCall("lookup_pickup", `{"reference":"A","days":1,"note":null}`), respserver.ComputerCall(shot)),
 		respserver.Final("checked the other date"))
 	var n, seen int
-	o := opts(CallOptions{OnEvent: func(e Event) {
+	o := opts()
+	o.OnEvent = func(e Event) {
 		// A person types while the second turn's calls run.
 		if e.Kind == EventFunction {
 			if err := ctl.AppendUserText("Please check the 14th instead."); err != nil {
 				t.Error(err)
 			}
 		}
-	}})
+	}
 	o.Tools = []Tool{lookup(t, nil, &n, &seen, func(pickupArgs) (Output, error) { return Text("x"), nil })}
 	o.Control = ctl
 	o.MaxSteps = 3
-	res, err := ts.Run(runCtx(), o)
+	res, err := ts.Run(runCtx(), o, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,8 @@ func TestSupplyOutputs(t *testing.T) {
 		respserver.Items(respserver.FunctionCall("ask_person", `{}`), respserver.FunctionCall("fixed", `{}`), respserver.ComputerCall(shot)),
 		respserver.Final("done"))
 	var refusals []string
-	o := opts(CallOptions{OnEvent: func(e Event) {
+	o := opts()
+	o.OnEvent = func(e Event) {
 		if e.Kind != EventResponse || len(e.CallIDs) != 3 {
 			return
 		}
@@ -334,10 +336,10 @@ func TestSupplyOutputs(t *testing.T) {
 		if err := ctl.SupplyOutputs(map[string]Output{ask: Text("the person said yes")}); err != nil {
 			t.Error(err)
 		}
-	}})
+	}
 	o.Tools = []Tool{mk("ask_person", Replaceable()), mk("fixed")}
 	o.Control = ctl
-	if _, err := ts.Run(context.Background(), o); err != nil {
+	if _, err := ts.Run(context.Background(), o, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	noViolations(t, srv)
@@ -356,10 +358,10 @@ func TestSupplyOutputs(t *testing.T) {
 func TestContextManagementPassedThrough(t *testing.T) {
 	compaction := respserver.Item{"type": "compaction", "encrypted_content": "enc-compacted-history"}
 	ts, srv, _ := setup(t, respserver.Items(compaction, respserver.ComputerCall(shot)), respserver.Final("done"))
-	o := opts(CallOptions{})
+	o := opts()
 	o.ContextManagement = []responses.ResponseNewParamsContextManagement{{Type: "compaction", CompactThreshold: openai.Int(200000)}}
 	o.Store = openai.Bool(false)
-	if _, err := ts.Run(context.Background(), o); err != nil {
+	if _, err := ts.Run(context.Background(), o, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	noViolations(t, srv) // the compaction item is re-sent as it was

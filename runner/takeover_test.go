@@ -58,7 +58,7 @@ func TestTakeoverAnswersTheCallAfterTheHandBack(t *testing.T) {
 		Actions: []string{"click left (100,200)", "type 6 chars"}, Notes: []string{"I filled the form; press Send"}, Taken: taken, Returned: taken.Add(time.Second)}}
 	ts.driver = o
 	var events []Event
-	runOpts := opts(CallOptions{})
+	runOpts := opts()
 	// The second call: its click runs, then the person takes over.
 	calls := 0
 	runOpts.OnEvent = func(e Event) {
@@ -70,7 +70,7 @@ func TestTakeoverAnswersTheCallAfterTheHandBack(t *testing.T) {
 			}
 		}
 	}
-	res, err := ts.Run(context.Background(), runOpts)
+	res, err := ts.Run(context.Background(), runOpts, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

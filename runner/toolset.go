@@ -97,11 +97,13 @@ type ActionInfo struct {
 	Actions []actions.Action
 }
 
-// CallOptions are the callbacks that govern executing computer calls. Both
-// approval callbacks return (any, error) on purpose: only the value true of
-// type bool approves; false, nil, any other value or type (a string "true",
-// 1, a named bool type), an error or a panic refuses. Callbacks receive the
-// run's context and are waited for; they should return when it is done.
+// CallOptions govern the computer toolset's calls, in a run (Toolset.Run,
+// Iterate, Resume) or one by one (Execute); the run's observer is not
+// among them (RunOptions.OnEvent). Both approval callbacks return (any,
+// error) on purpose: only the value true of type bool approves; false, nil,
+// any other value or type (a string "true", 1, a named bool type), an error
+// or a panic refuses. Callbacks receive the run's context and are waited
+// for; they should return when it is done.
 type CallOptions struct {
 	// ApproveSafetyChecks is asked before any action of a call that has
 	// pending safety checks. Without it such a call is refused.
@@ -109,8 +111,6 @@ type CallOptions struct {
 	// BeforeAction, if set, is asked immediately before each action and
 	// before the final screenshot; a refusal stops the run before it.
 	BeforeAction func(ctx context.Context, a ActionInfo) (any, error)
-	// OnEvent observes progress synchronously. It should return quickly.
-	OnEvent func(Event)
 	// ImageSpace is the size of the screenshot the model saw last when the
 	// caller sent it (for example in a run's input, or before Execute): the
 	// space of the model's next coordinates. Zero means the last screenshot

@@ -68,7 +68,7 @@ func TestCodeModeRun(t *testing.T) {
 	}})
 	var events []runner.Event
 	res, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "gpt-test", Input: "click the middle",
-		Tools: []runner.Tool{tool}, CallOptions: runner.CallOptions{OnEvent: func(e runner.Event) { events = append(events, e) }}})
+		Tools: []runner.Tool{tool}, OnEvent: func(e runner.Event) { events = append(events, e) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,12 +142,12 @@ func TestTakeoverCodeModeRunWaitsForTheHandBack(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() {
 		_, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool},
-			CallOptions: runner.CallOptions{OnEvent: func(e runner.Event) {
+			OnEvent: func(e runner.Event) {
 				events = append(events, e)
 				if e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverPaused {
 					paused <- struct{}{}
 				}
-			}}})
+			}})
 		ran <- err
 	}()
 	d.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return motions(evs, codeRow) >= 20 }, 60*time.Second)
@@ -222,12 +222,12 @@ func TestTakeoverBeforeTheFinalMessageCodeMode(t *testing.T) {
 	var personErr error
 	tool := codetool.New(d.client, codetool.Options{})
 	res, err := runner.NewRunner(client).Run(ctx, runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool},
-		CallOptions: runner.CallOptions{OnEvent: func(e runner.Event) {
+		OnEvent: func(e runner.Event) {
 			events = append(events, e)
 			if e.Kind == runner.EventRequest && e.Step == 2 {
 				personErr = errors.Join(person.Take(ctx, "the tester"), person.HandBack(ctx, "NOTE-6610 I renamed the file"))
 			}
-		}}})
+		}})
 	if personErr != nil {
 		t.Fatal(personErr)
 	}

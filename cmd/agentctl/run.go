@@ -192,20 +192,20 @@ it is never run again unless answered not-done.`)
 		defer srv.Close()
 		printConsoleURL(stdout, srv)
 	}
-	opts := runner.RunOptions{Stream: session.StreamText(stdout)}
-	opts.ApproveSafetyChecks, opts.OnEvent = approver.ApproveSafetyChecks, session.Progress(stdout)
+	opts := runner.RunOptions{Stream: session.StreamText(stdout), OnEvent: session.Progress(stdout)}
+	calls := runner.CallOptions{ApproveSafetyChecks: approver.ApproveSafetyChecks}
 	if cfg.Confirm {
-		opts.BeforeAction = approver.ApproveAction
+		calls.BeforeAction = approver.ApproveAction
 	}
 	if srv != nil {
 		ap := consoleApprovals(srv, approver, runner.IsTerminal(stdin), s.Record, stderr)
-		opts.ApproveSafetyChecks = ap.SafetyChecks
+		calls.ApproveSafetyChecks = ap.SafetyChecks
 		if cfg.Confirm {
-			opts.BeforeAction = ap.BeforeAction
+			calls.BeforeAction = ap.BeforeAction
 		}
 	}
 	var res *runner.RunResult
-	loop, runErr := s.Loop(ctx, openai.NewClient(), conn, approver.Ask)
+	loop, runErr := s.Loop(ctx, openai.NewClient(), conn, approver.Ask, calls)
 	if runErr == nil {
 		res, runErr = s.Run(ctx, loop, opts)
 	}

@@ -79,15 +79,12 @@ func run(ctx context.Context, addr, tokenFile, model string) error {
 		Input:    "Look up booking AB-1234 with lookup_pickup, then open the text editor and type the pickup name, date and time.",
 		MaxSteps: 30,
 		Tools:    []runner.Tool{lookup},
-		CallOptions: runner.CallOptions{
-			ApproveSafetyChecks: approver.ApproveSafetyChecks,
-			OnEvent: func(e runner.Event) {
-				if e.Kind == runner.EventFunction || e.Kind == runner.EventAction {
-					fmt.Printf("step %d: %s %s\n", e.Step, e.Kind, e.CallID)
-				}
-			},
+		OnEvent: func(e runner.Event) {
+			if e.Kind == runner.EventFunction || e.Kind == runner.EventAction {
+				fmt.Printf("step %d: %s %s\n", e.Step, e.Kind, e.CallID)
+			}
 		},
-	})
+	}, runner.CallOptions{ApproveSafetyChecks: approver.ApproveSafetyChecks})
 	var re *runner.RunError
 	if errors.As(err, &re) {
 		return fmt.Errorf("%w (attempted %v, completed %v: check the desktop before retrying)", err, re.AttemptedCallIDs, re.CompletedCallIDs)

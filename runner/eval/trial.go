@@ -254,19 +254,18 @@ func drive(ctx context.Context, t *Task, client *guest.Client, cfg trialConfig, 
 		Input:        expand(t.Instruction, st.server),
 		MaxSteps:     t.MaxSteps,
 		OnDiagnostic: rec.Diagnostic,
-		CallOptions: runner.CallOptions{
-			OnEvent: rec.Event,
-			ApproveSafetyChecks: func(context.Context, runner.CallInfo, []runner.SafetyCheck) (any, error) {
-				return true, nil
-			},
-		},
+		OnEvent:      rec.Event,
 	}
 	var out *runner.RunResult
 	switch t.Mode {
 	case ModeComputer:
 		ts := runner.New(*api, client, runner.WithName("eval"))
 		defer ts.Close()
-		out, err = ts.Run(ctx, opts)
+		out, err = ts.Run(ctx, opts, runner.CallOptions{
+			ApproveSafetyChecks: func(context.Context, runner.CallInfo, []runner.SafetyCheck) (any, error) {
+				return true, nil
+			},
+		})
 	case ModeCode:
 		// The view reaches agentd with a screenshot, before the code's first.
 		if _, err := client.Screenshot(ctx); err != nil {

@@ -128,19 +128,19 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 		return errorResult("invalid input, nothing was performed: " + err.Error())
 	}
 	prog := startProgress(ctx, req, len(as))
-	opts := runner.CallOptions{ImageSpace: x.image, OnEvent: func(e runner.Event) {
-		x.event(e)
-		if e.Kind == runner.EventAction && e.Action != nil {
-			prog.step(ctx, e.Action.Summary)
-		}
-	}}
+	opts := runner.CallOptions{ImageSpace: x.image}
 	switch {
 	case elicited:
 		x.approvedEvents(callID, len(as)+1)
 	case x.srv.cfg.Confirm:
 		opts.BeforeAction = x.confirmer()
 	}
-	_, err = x.ts.Execute(ctx, call, opts)
+	_, err = x.ts.Execute(ctx, call, opts, func(e runner.Event) {
+		x.event(e)
+		if e.Kind == runner.EventAction && e.Action != nil {
+			prog.step(ctx, e.Action.Summary)
+		}
+	})
 	prog.end()
 	if errors.Is(err, computer.ErrTakenOver) {
 		return x.heldResult(callID, steps, err)

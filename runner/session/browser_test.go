@@ -45,7 +45,7 @@ func TestRunBrowserMode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := &Session{Config: Config{Mode: Browser, AllowOrigins: []string{browsertest.Origin(srv)}}}
-	loop, err := s.Loop(ctx, openai.NewClient(), c, ask)
+	loop, err := s.Loop(ctx, openai.NewClient(), c, ask, runner.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

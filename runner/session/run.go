@@ -17,8 +17,8 @@ import (
 	"github.com/agentd-dev/agentd/runner/codetool"
 )
 
-// Loop is the runner a session drives: *runner.Toolset (computer mode) or
-// a *runner.Runner with its mode's tools (Session.Loop).
+// Loop is the runner a session drives (Session.Loop): the computer toolset
+// with its calls' options, or a *runner.Runner with its mode's tools.
 type Loop interface {
 	Run(ctx context.Context, opts runner.RunOptions) (*runner.RunResult, error)
 	Resume(ctx context.Context, cp *runner.Checkpoint, opts runner.RunOptions) (*runner.RunResult, error)
@@ -27,7 +27,7 @@ type Loop interface {
 // Run runs the session's task with loop, or resumes the run from its
 // checkpoint, the uncertain call reconciled as Resume noted. The model, the
 // task, the request and context budgets and streaming are the session's
-// Config; opts carries the caller's approvals and observers (opts.Stream
+// Config; opts carries the caller's observers (opts.Stream
 // only when Config.Stream). Each event is recorded before opts.OnEvent
 // sees it, each request's diagnostic too, and every checkpoint is kept.
 // AGENTD_CRASH_AT makes the process kill itself at a boundary of the run
@@ -87,17 +87,18 @@ type browserConn interface {
 }
 
 // Loop returns the runner of the session's mode over conn, the guest's
-// connection (*guest.Client, its view set): the computer toolset; in code
+// connection (*guest.Client, its view set): the computer toolset, its calls
+// governed by calls (approvals; the other modes have none of it); in code
 // mode the code tool, the model's code run in the guest's worker (agentd
 // --code) in the coordinates of conn's view; in browser mode the browser
 // toolset on the guest's Chromium (agentd --browser), navigation limited
 // to Config.AllowOrigins (checked on the host for navigate's URL, enforced
 // by the guest's browser for every load) and every call that changes the
 // page asked of ask.
-func (s *Session) Loop(ctx context.Context, client openai.Client, conn runner.Driver, ask Asker) (Loop, error) {
+func (s *Session) Loop(ctx context.Context, client openai.Client, conn runner.Driver, ask Asker, calls runner.CallOptions) (Loop, error) {
 	switch s.Config.Mode {
 	case Computer, "":
-		return runner.New(client, conn), nil
+		return computerLoop{runner.New(client, conn), calls}, nil
 	case Code:
 		tool, err := codeTool(ctx, conn, s.Resuming())
 		if err != nil {
@@ -112,6 +113,20 @@ func (s *Session) Loop(ctx context.Context, client openai.Client, conn runner.Dr
 		return withTools{runner.NewRunner(client), []runner.Tool{tool}}, nil
 	}
 	return nil, fmt.Errorf("mode %q: use computer, code or browser", s.Config.Mode)
+}
+
+// computerLoop is the computer toolset whose calls calls govern.
+type computerLoop struct {
+	ts    *runner.Toolset
+	calls runner.CallOptions
+}
+
+func (c computerLoop) Run(ctx context.Context, opts runner.RunOptions) (*runner.RunResult, error) {
+	return c.ts.Run(ctx, opts, c.calls)
+}
+
+func (c computerLoop) Resume(ctx context.Context, cp *runner.Checkpoint, opts runner.RunOptions) (*runner.RunResult, error) {
+	return c.ts.Resume(ctx, cp, opts, c.calls)
 }
 
 // withTools is a Runner whose runs have tools.

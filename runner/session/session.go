@@ -8,8 +8,8 @@
 //	s, err := session.New("runs", session.Config{Task: "...", Model: "gpt-5.4", Mode: session.Computer})
 //	// or, to go on with a run that stopped: s, err := session.Open("runs/<id>")
 //	defer s.Close()
-//	loop, err := s.Loop(ctx, openai.NewClient(), conn, ask)
-//	res, runErr := s.Run(ctx, loop, runner.RunOptions{ /* approvals, OnEvent */ })
+//	loop, err := s.Loop(ctx, openai.NewClient(), conn, ask, runner.CallOptions{ /* the computer's approvals */ })
+//	res, runErr := s.Run(ctx, loop, runner.RunOptions{ /* OnEvent, streaming */ })
 //	err = s.Finish(res, runErr)
 //
 // A session is for one goroutine.

@@ -74,7 +74,7 @@ func (b *sizeBench) measureRunner(ctx context.Context) ([]Figure, error) {
 		driver    []time.Duration
 	)
 	_, err := ts.Run(ctx, runner.RunOptions{Model: "bench", Input: "move the mouse", MaxSteps: len(turns),
-		CallOptions: runner.CallOptions{OnEvent: func(e runner.Event) {
+		OnEvent: func(e runner.Event) {
 			if e.Kind != runner.EventRequest {
 				return
 			}
@@ -83,7 +83,7 @@ func (b *sizeBench) measureRunner(ctx context.Context) ([]Figure, error) {
 				driver = append(driver, d.take())
 			}
 			stepStart = e.Time
-		}}})
+		}}, runner.CallOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("runner overhead: %w", err)
 	}

@@ -116,7 +116,7 @@ func driveBrowser(ctx context.Context, g backend.Instance, formURL string, out i
 		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile.",
 		MaxSteps: len(turns) + 1,
 		Tools:    []runner.Tool{browsertool.NewTool(ts)},
-		CallOptions: runner.CallOptions{OnEvent: func(ev runner.Event) {
+		OnEvent: func(ev runner.Event) {
 			record.Event(ev)
 			if steps.observe(ev, rep, out) {
 				return
@@ -130,7 +130,7 @@ func driveBrowser(ctx context.Context, g backend.Instance, formURL string, out i
 				}
 				fmt.Fprintf(out, "  %-14s %s %s\n", ev.Function.Name, status, time.Duration(ev.Duration).Round(time.Millisecond))
 			}
-		}},
+		},
 		OnDiagnostic: record.Diagnostic,
 	})
 	if err := finish(out, record, model, res, runErr, rep); err != nil {

@@ -110,7 +110,7 @@ func driveCode(ctx context.Context, g backend.Instance, out io.Writer, cfg RunCo
 		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile, then note it in the editor and save.",
 		MaxSteps: len(turns) + 1,
 		Tools:    []runner.Tool{tool},
-		CallOptions: runner.CallOptions{OnEvent: func(ev runner.Event) {
+		OnEvent: func(ev runner.Event) {
 			record.Event(ev)
 			if steps.observe(ev, rep, out) {
 				return
@@ -124,7 +124,7 @@ func driveCode(ctx context.Context, g backend.Instance, out io.Writer, cfg RunCo
 					bad = append(bad, fmt.Sprintf("call %s raised=%v namespace lost=%v", ev.CallID, c.Raised, c.Lost))
 				}
 			}
-		}},
+		},
 		OnDiagnostic: record.Diagnostic,
 	})
 	if err := finish(out, record, model, res, runErr, rep); err != nil {

@@ -345,51 +345,50 @@ func drive(ctx context.Context, g backend.Instance, out io.Writer, cfg RunConfig
 		Input:    Task,
 		MaxSteps: maxSteps,
 		Tools:    []runner.Tool{lookup},
-		CallOptions: runner.CallOptions{
-			ApproveSafetyChecks: func(_ context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
-				// The script: approve exactly the check it carries, nothing
-				// else. A live model's checks are its own: approved in this
-				// throwaway guest, each one shown.
-				ok := cfg.Live || len(checks) == 1 && checks[0].ID == SubmitCheck.ID && checks[0].Code == SubmitCheck.Code
-				for _, c := range checks {
-					fmt.Fprintf(out, "  safety check %s (%s) on %s: approved=%v\n", c.ID, c.Code, call.CallID, ok)
+		OnEvent: func(ev runner.Event) {
+			record.Event(ev)
+			mu.Lock()
+			defer mu.Unlock()
+			if steps.observe(ev, rep, out) {
+				return
+			}
+			switch ev.Kind {
+			case runner.EventAction:
+				rep.Actions++
+			case runner.EventFunction:
+				if ev.Function.Name == LookupName && ev.Function.Error == "" {
+					lookups++
 				}
-				return ok, nil
-			},
-			BeforeAction: func(_ context.Context, a runner.ActionInfo) (any, error) {
-				what := a.Action.String()
-				if a.IsFinalScreenshot {
-					what = "final screenshot"
+				fmt.Fprintf(out, "  function %s on %s: %s\n", ev.Function.Name, ev.CallID, map[bool]string{true: "answered", false: "failed"}[ev.Function.Error == ""])
+			case runner.EventScreenshot:
+				if s := ev.Screenshot; s != nil {
+					fmt.Fprintf(out, "  screenshot %d×%d, %d bytes\n", s.Transform.Image.W, s.Transform.Image.H, s.Bytes)
 				}
-				mu.Lock()
-				rep.BeforeAction++
-				mu.Unlock()
-				fmt.Fprintf(out, "  before_action %s #%d: %s → approved\n", a.CallID, a.Index, what)
-				return true, nil
-			},
-			OnEvent: func(ev runner.Event) {
-				record.Event(ev)
-				mu.Lock()
-				defer mu.Unlock()
-				if steps.observe(ev, rep, out) {
-					return
-				}
-				switch ev.Kind {
-				case runner.EventAction:
-					rep.Actions++
-				case runner.EventFunction:
-					if ev.Function.Name == LookupName && ev.Function.Error == "" {
-						lookups++
-					}
-					fmt.Fprintf(out, "  function %s on %s: %s\n", ev.Function.Name, ev.CallID, map[bool]string{true: "answered", false: "failed"}[ev.Function.Error == ""])
-				case runner.EventScreenshot:
-					if s := ev.Screenshot; s != nil {
-						fmt.Fprintf(out, "  screenshot %d×%d, %d bytes\n", s.Transform.Image.W, s.Transform.Image.H, s.Bytes)
-					}
-				}
-			},
+			}
 		},
 		OnDiagnostic: record.Diagnostic,
+	}, runner.CallOptions{
+		ApproveSafetyChecks: func(_ context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
+			// The script: approve exactly the check it carries, nothing
+			// else. A live model's checks are its own: approved in this
+			// throwaway guest, each one shown.
+			ok := cfg.Live || len(checks) == 1 && checks[0].ID == SubmitCheck.ID && checks[0].Code == SubmitCheck.Code
+			for _, c := range checks {
+				fmt.Fprintf(out, "  safety check %s (%s) on %s: approved=%v\n", c.ID, c.Code, call.CallID, ok)
+			}
+			return ok, nil
+		},
+		BeforeAction: func(_ context.Context, a runner.ActionInfo) (any, error) {
+			what := a.Action.String()
+			if a.IsFinalScreenshot {
+				what = "final screenshot"
+			}
+			mu.Lock()
+			rep.BeforeAction++
+			mu.Unlock()
+			fmt.Fprintf(out, "  before_action %s #%d: %s → approved\n", a.CallID, a.Index, what)
+			return true, nil
+		},
 	})
 	if err := finish(out, record, model, res, runErr, rep); err != nil {
 		return err
