@@ -208,251 +208,364 @@ func (l *loop) run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if err := l.check(&opts); err != nil {
 		return nil, &RunError{Err: err}
 	}
-	start := time.Now()
+	r := l.begin(&opts)
+	defer r.x.ctl.begin(nil)
+	for step := r.first; ; step++ {
+		r.x.step = step
+		if err := ctx.Err(); err != nil {
+			return nil, r.x.fail(fmt.Errorf("cancelled before request %d: %w", step, err))
+		}
+		t, err := r.receive(ctx, step)
+		if err != nil {
+			return nil, r.x.fail(err)
+		}
+		if err := r.claim(t); err != nil {
+			return nil, r.x.fail(err)
+		}
+		if err := r.pause(t); err != nil {
+			return nil, r.x.fail(err)
+		}
+		handback, err := r.handBack(ctx, t)
+		if err != nil {
+			return nil, r.x.fail(err)
+		}
+		if t.ends(handback) {
+			r.x.event(Event{Kind: EventFinal, Message: t.final})
+			return &RunResult{
+				FinalMessage:     t.final,
+				ResponseID:       t.resp.ID,
+				Steps:            step,
+				CompletedCallIDs: r.x.completed,
+				Usage:            r.x.usage,
+				Duration:         time.Since(r.start),
+			}, nil
+		}
+		if err := r.stepLimit(t, handback); err != nil {
+			return nil, r.x.fail(err)
+		}
+		outputs, err := r.execute(ctx, t, handback)
+		if err != nil {
+			return nil, r.x.fail(err)
+		}
+		r.next(t, outputs)
+	}
+}
+
+// run is one run of the loop in progress: what lasts from request to
+// request. Its stages, in the order each turn goes through them: receive
+// (a request, or the response a resumed run stopped in), claim, pause,
+// handBack, the final message or stepLimit, execute, next.
+type run struct {
+	l              *loop
+	opts           *RunOptions
+	x              *session
+	start          time.Time
+	params         responses.ResponseNewParams
+	requestOptions []option.RequestOption
+	// first is the first step: 1, or the one after a resume's checkpoint.
+	first int
+	// resumed is the response a resumed run stopped in, until it is
+	// re-entered.
+	resumed *batch
+	// Without storage every request carries the whole conversation:
+	// history.
+	stateless bool
+	history   responses.ResponseInputParam
+	// answered are the calls the next request answers.
+	answered []string
+}
+
+// turn is one response of a run, from its request to its outputs.
+type turn struct {
+	r     *run
+	step  int
+	s     *Step
+	resp  *responses.Response
+	took  time.Duration
+	usage *Usage
+	// attemptedBefore is how many calls were attempted before it.
+	attemptedBefore int
+	eager           *eagerTurn
+	// early are its calls run while it streamed (Streaming.Eager), done
+	// their outputs; calls are the rest, still to run.
+	early []Call
+	done  responses.ResponseInputParam
+	calls []Call
+	// callIDs are every call's, early ones first.
+	callIDs []string
+	final   string
+	// pre are the outputs of its calls that completed before a resume.
+	pre responses.ResponseInputParam
+}
+
+// begin sets up a run: its session (a resumed one's state), the request
+// parameters every request shares, the first request's input.
+func (l *loop) begin(opts *RunOptions) *run {
 	x := &session{maxSteps: opts.MaxSteps, onEvent: opts.OnEvent, approveMCP: opts.ApproveMCP, ctl: opts.Control}
 	if x.ctl == nil {
 		// A person's take over adds its text through one (takeover.go).
 		x.ctl = &RunControl{}
 	}
-	first := 1
-	var b *batch // the response a resumed run stopped in
-	if r := opts.resume; r != nil {
-		x.attempted, x.completed, x.usage = r.attempted, r.completed, r.usage
-		first, b = r.step+1, r.batch
-		x.responseID = r.responseID
+	r := &run{l: l, opts: opts, x: x, start: time.Now(), first: 1, requestOptions: l.requestOptions}
+	if p := opts.resume; p != nil {
+		x.attempted, x.completed, x.usage = p.attempted, p.completed, p.usage
+		r.first, r.resumed = p.step+1, p.batch
+		x.responseID = p.responseID
 	}
-	defer x.ctl.begin(nil)
-	params := responses.ResponseNewParams{Model: opts.Model, Input: firstInput(opts),
+	r.params = responses.ResponseNewParams{Model: opts.Model, Input: firstInput(*opts),
 		ToolChoice: opts.ToolChoice, Store: opts.Store, ContextManagement: opts.ContextManagement}
-	requestOptions := l.requestOptions
 	for _, t := range l.tools {
 		for _, p := range t.Params() {
-			params.Tools = append(params.Tools, p)
-			if p.OfMcp != nil && len(requestOptions) == len(l.requestOptions) {
+			r.params.Tools = append(r.params.Tools, p)
+			if p.OfMcp != nil && len(r.requestOptions) == len(l.requestOptions) {
 				// A retried request could make an MCP server act twice.
-				requestOptions = append(slices.Clip(requestOptions), option.WithMaxRetries(0))
+				r.requestOptions = append(slices.Clip(r.requestOptions), option.WithMaxRetries(0))
 			}
 		}
 	}
-	// Without storage every request carries the whole conversation.
-	stateless := opts.Store.Valid() && !opts.Store.Value
-	var history responses.ResponseInputParam
-	if stateless {
-		history = firstInput(opts).OfInputItemList
-		if history == nil {
-			history = responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(opts.Input, responses.EasyInputMessageRoleUser)}
+	r.stateless = opts.Store.Valid() && !opts.Store.Value
+	if r.stateless {
+		r.history = firstInput(*opts).OfInputItemList
+		if r.history == nil {
+			r.history = responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(opts.Input, responses.EasyInputMessageRoleUser)}
 		}
-		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: history}
+		r.params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: r.history}
 	}
 	// Instructions are not carried over by previous_response_id, so every
 	// request repeats them (and the tool list).
 	if opts.Instructions != "" {
-		params.Instructions = openai.String(opts.Instructions)
+		r.params.Instructions = openai.String(opts.Instructions)
 	}
 	if opts.PreviousResponseID != "" {
-		params.PreviousResponseID = openai.String(opts.PreviousResponseID)
+		r.params.PreviousResponseID = openai.String(opts.PreviousResponseID)
 	}
-	var answered []string
-	for step := first; ; step++ {
-		x.step = step
-		if err := ctx.Err(); err != nil {
-			return nil, x.fail(fmt.Errorf("cancelled before request %d: %w", step, err))
-		}
-		var resp *responses.Response
-		var took time.Duration
-		var usage *Usage
-		attemptedBefore := len(x.attempted)
-		s := &Step{x: x}
-		var pre responses.ResponseInputParam // outputs from before a resume
-		save := func(raw []byte, phase, callID string, outputs responses.ResponseInputParam) error {
-			if opts.Ledger == nil {
-				// Nothing keeps it: marshalling the outputs (a screenshot's
-				// base64 each) would be a copy per call for nothing.
-				return nil
-			}
-			cp := Checkpoint{Phase: phase, CallID: callID, Response: json.RawMessage(raw)}
-			for _, o := range append(slices.Clip(pre), outputs...) {
-				raw, err := json.Marshal(o)
-				if err != nil {
-					return fmt.Errorf("checkpoint: %w", err)
-				}
-				cp.Outputs = append(cp.Outputs, raw)
-			}
-			return l.checkpoint(x, opts.Ledger, cp, &params)
-		}
-		var e *eagerTurn
-		if b != nil {
-			// Resumed inside this response: it is not asked for again.
-			resp = b.resp
-		} else {
-			if err := l.checkpoint(x, opts.Ledger, Checkpoint{Phase: PhaseRequest}, &params); err != nil {
-				return nil, x.fail(err)
-			}
-			req, err := opts.ContextBudget.request(params)
-			if err != nil {
-				return nil, x.fail(fmt.Errorf("request %d of %d: %w", step, opts.MaxSteps, err))
-			}
-			// A request belongs to the response it continues from, even
-			// the first one of a run that continues an earlier response.
-			continues := x.responseID
-			if continues == "" && params.PreviousResponseID.Valid() {
-				continues = params.PreviousResponseID.Value
-			}
-			x.event(Event{Kind: EventRequest, CallIDs: answered, ResponseID: continues})
-			e = l.newEagerTurn(s, &opts, step >= opts.MaxSteps, save)
-			sent := time.Now()
-			// The SDK may retry this HTTP request; that is safe because local
-			// calls only start once a response arrives (eager ones once the
-			// stream is read), never inside a retried request.
-			r, err := l.create(ctx, &opts, req, requestOptions, e)
-			took = time.Since(sent)
-			if err != nil {
-				// The request may have been billed without our seeing its usage.
-				x.usage.Incomplete = true
-				observe(opts.OnDiagnostic, Diagnostic{API: "responses", Stage: "request", Reason: "error", Member: l.name, Duration: Duration(took)})
-				return nil, x.fail(fmt.Errorf("request %d of %d: %w", step, opts.MaxSteps, err))
-			}
-			resp, usage = r, usageOf(r)
-			x.usage.add(usage)
-		}
-		x.responseID = resp.ID
-		// Calls run early (Streaming.Eager) are checked against the
-		// complete response; the rest of it is claimed now.
-		var (
-			earlyCalls []Call
-			done       responses.ResponseInputParam
-			from       int
-			early      []string
-			settleErr  error
-		)
-		if e != nil {
-			earlyCalls, done, from, early, settleErr = e.settle(resp)
-		}
-		calls, msgs, claimErr := l.claim(s, resp, from)
-		final := strings.Join(append(early, msgs...), "\n\n")
-		if settleErr != nil {
-			calls, claimErr = nil, settleErr
-		}
-		// From here the caller may supply outputs for these calls (for
-		// example from the response event).
-		x.ctl.begin(calls)
-		callIDs := make([]string, 0, len(earlyCalls)+len(calls))
-		for _, c := range append(slices.Clip(earlyCalls), calls...) {
-			callIDs = append(callIDs, c.CallID())
-		}
-		diag := Diagnostic{API: "responses", Stage: "request", Reason: string(resp.Status), Usage: usage,
-			CallIDs: callIDs, Member: l.name, Duration: Duration(took)}
-		if len(callIDs) > 0 {
-			diag.CallID = callIDs[0]
-		}
-		observe(opts.OnDiagnostic, diag)
-		x.event(Event{Kind: EventResponse, CallIDs: callIDs, Usage: usage, Duration: Duration(took)})
+	return r
+}
 
-		if resp.Status != responses.ResponseStatusCompleted {
-			what := "nothing of it was executed"
-			if len(earlyCalls) > 0 {
-				what = "nothing more of it was executed (calls run early stay recorded)"
-			}
-			return nil, x.fail(fmt.Errorf("response %s has status %q%s; %s", resp.ID, resp.Status, incompleteReason(resp), what))
-		}
-		if claimErr != nil {
-			return nil, x.fail(claimErr)
-		}
-		if opts.pause != nil && !opts.pause(newTurn(x, resp, append(slices.Clip(earlyCalls), calls...), final, x.attempted[attemptedBefore:])) {
-			if len(earlyCalls) > 0 {
-				// The ledger gets the complete response with the calls run
-				// early completed, as going on would have written: Resume
-				// continues inside it.
-				if err := save([]byte(resp.RawJSON()), PhaseAfterCall, earlyCalls[len(earlyCalls)-1].CallID(), done); err != nil {
-					return nil, x.fail(err)
-				}
-			}
-			return nil, x.fail(stopped(x, resp, calls))
-		}
-		// What tells the model of a take over made while it wrote its
-		// final message: the run goes on instead of ending on it.
-		var handback responses.ResponseInputParam
-		if len(earlyCalls) == 0 && len(calls) == 0 && !x.ctl.pending() {
-			if final == "" {
-				return nil, x.fail(fmt.Errorf("response %s has neither a local call nor a final message", resp.ID))
-			}
-			var err error
-			if handback, err = handedBack(ctx, s, l.tools); err != nil {
-				return nil, x.fail(err)
-			}
-		}
-		if len(earlyCalls) == 0 && len(calls) == 0 && !x.ctl.pending() && len(handback) == 0 {
-			x.event(Event{Kind: EventFinal, Message: final})
-			return &RunResult{
-				FinalMessage:     final,
-				ResponseID:       resp.ID,
-				Steps:            step,
-				CompletedCallIDs: x.completed,
-				Usage:            x.usage,
-				Duration:         time.Since(start),
-			}, nil
-		}
-		if step >= opts.MaxSteps {
-			// A person's text needs one more request, as calls do; it is
-			// dropped from the queue, not left for another run.
-			unsent := ""
-			if n := len(x.ctl.end()); n > 0 {
-				unsent = fmt.Sprintf("; %d text(s) queued by append_user_text were not sent", n)
-			}
-			if len(calls) == 0 {
-				unseen := "the person's text"
-				if len(handback) > 0 {
-					unseen = "the person's take over (recorded)"
-				}
-				return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s, whose final message did not see %s%s",
-					ErrStepLimit, step, opts.MaxSteps, resp.ID, unseen, unsent))
-			}
-			return nil, x.fail(fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; nothing of it was executed%s",
-				ErrStepLimit, step, opts.MaxSteps, resp.ID, strings.Join(callIDs, ", "), unsent))
-		}
-		raw := []byte(resp.RawJSON())
-		saveResp := func(phase, callID string, outputs responses.ResponseInputParam) error {
-			return save(raw, phase, callID, outputs)
-		}
-		var err error
-		switch {
-		case b != nil:
-			pre, calls, err = b.reenter(ctx, s, calls, saveResp)
-			b = nil
-		case len(earlyCalls) > 0:
-			// The complete response, with the calls run early completed.
-			err = saveResp(PhaseAfterCall, earlyCalls[len(earlyCalls)-1].CallID(), done)
-		default:
-			err = saveResp(PhaseResponse, "", nil)
-		}
-		if err != nil {
-			x.ctl.end()
-			return nil, x.fail(err)
-		}
-		outputs, err := respond(ctx, s, calls, done, saveResp)
-		outputs = append(pre, outputs...)
-		texts := x.ctl.end()
-		if err != nil {
-			return nil, x.fail(err)
-		}
-		// A person's take over and text come after the outputs of the
-		// completed turn.
-		outputs = append(outputs, handback...)
-		for _, text := range texts {
-			outputs = append(outputs, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser))
-		}
-		if stateless {
-			for _, item := range resp.Output {
-				history = append(history, param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(item.RawJSON())))
-			}
-			history = append(history, outputs...)
-			outputs = history
-		} else {
-			params.PreviousResponseID = openai.String(resp.ID)
-		}
-		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: outputs}
-		answered = callIDs
+// receive is a turn's response: the next request's, or the one a resumed
+// run stopped in, which is not asked for again.
+func (r *run) receive(ctx context.Context, step int) (*turn, error) {
+	x, opts := r.x, r.opts
+	t := &turn{r: r, step: step, s: &Step{x: x}, attemptedBefore: len(x.attempted)}
+	if r.resumed != nil {
+		t.resp = r.resumed.resp
+		x.responseID = t.resp.ID
+		return t, nil
 	}
+	if err := r.l.checkpoint(x, opts.Ledger, Checkpoint{Phase: PhaseRequest}, &r.params); err != nil {
+		return nil, err
+	}
+	req, err := opts.ContextBudget.request(r.params)
+	if err != nil {
+		return nil, fmt.Errorf("request %d of %d: %w", step, opts.MaxSteps, err)
+	}
+	// A request belongs to the response it continues from, even the first
+	// one of a run that continues an earlier response.
+	continues := x.responseID
+	if continues == "" && r.params.PreviousResponseID.Valid() {
+		continues = r.params.PreviousResponseID.Value
+	}
+	x.event(Event{Kind: EventRequest, CallIDs: r.answered, ResponseID: continues})
+	t.eager = r.l.newEagerTurn(t.s, opts, step >= opts.MaxSteps, t.save)
+	sent := time.Now()
+	// The SDK may retry this HTTP request; that is safe because local calls
+	// only start once a response arrives (eager ones once the stream is
+	// read), never inside a retried request.
+	resp, err := r.l.create(ctx, opts, req, r.requestOptions, t.eager)
+	t.took = time.Since(sent)
+	if err != nil {
+		// The request may have been billed without our seeing its usage.
+		x.usage.Incomplete = true
+		observe(opts.OnDiagnostic, Diagnostic{API: "responses", Stage: "request", Reason: "error", Member: r.l.name, Duration: Duration(t.took)})
+		return nil, fmt.Errorf("request %d of %d: %w", step, opts.MaxSteps, err)
+	}
+	t.resp, t.usage = resp, usageOf(resp)
+	x.usage.add(t.usage)
+	x.responseID = resp.ID
+	return t, nil
+}
+
+// claim hands the turn's items to its tools and reports the response: calls
+// run early (Streaming.Eager) are checked against the complete response
+// and the rest of it is claimed. A response that did not complete, or
+// whose items are not all claimed and valid, stops the run.
+func (r *run) claim(t *turn) error {
+	x, resp := r.x, t.resp
+	var (
+		from      int
+		early     []string
+		settleErr error
+	)
+	if t.eager != nil {
+		t.early, t.done, from, early, settleErr = t.eager.settle(resp)
+	}
+	calls, msgs, claimErr := r.l.claim(t.s, resp, from)
+	t.calls, t.final = calls, strings.Join(append(early, msgs...), "\n\n")
+	if settleErr != nil {
+		t.calls, claimErr = nil, settleErr
+	}
+	// From here the caller may supply outputs for these calls (for example
+	// from the response event).
+	x.ctl.begin(t.calls)
+	t.callIDs = make([]string, 0, len(t.early)+len(t.calls))
+	for _, c := range t.all() {
+		t.callIDs = append(t.callIDs, c.CallID())
+	}
+	diag := Diagnostic{API: "responses", Stage: "request", Reason: string(resp.Status), Usage: t.usage,
+		CallIDs: t.callIDs, Member: r.l.name, Duration: Duration(t.took)}
+	if len(t.callIDs) > 0 {
+		diag.CallID = t.callIDs[0]
+	}
+	observe(r.opts.OnDiagnostic, diag)
+	x.event(Event{Kind: EventResponse, CallIDs: t.callIDs, Usage: t.usage, Duration: Duration(t.took)})
+
+	if resp.Status != responses.ResponseStatusCompleted {
+		what := "nothing of it was executed"
+		if len(t.early) > 0 {
+			what = "nothing more of it was executed (calls run early stay recorded)"
+		}
+		return fmt.Errorf("response %s has status %q%s; %s", resp.ID, resp.Status, incompleteReason(resp), what)
+	}
+	return claimErr
+}
+
+// pause shows an iterated run's caller the completed turn (Iterate); an
+// error stops the run there, none of its deferred calls run.
+func (r *run) pause(t *turn) error {
+	if r.opts.pause == nil || r.opts.pause(newTurn(r.x, t.resp, t.all(), t.final, r.x.attempted[t.attemptedBefore:])) {
+		return nil
+	}
+	if len(t.early) > 0 {
+		// The ledger gets the complete response with the calls run early
+		// completed, as going on would have written: Resume continues
+		// inside it.
+		if err := t.saveResponse(PhaseAfterCall, t.early[len(t.early)-1].CallID(), t.done); err != nil {
+			return err
+		}
+	}
+	return stopped(r.x, t.resp, t.calls)
+}
+
+// handBack is what tells the model of a take over made while it wrote its
+// final message, so that the run goes on instead of ending on it. A turn
+// with no call needs a final message.
+func (r *run) handBack(ctx context.Context, t *turn) (responses.ResponseInputParam, error) {
+	if len(t.early) > 0 || len(t.calls) > 0 || r.x.ctl.pending() {
+		return nil, nil
+	}
+	if t.final == "" {
+		return nil, fmt.Errorf("response %s has neither a local call nor a final message", t.resp.ID)
+	}
+	return handedBack(ctx, t.s, r.l.tools)
+}
+
+// ends reports whether the turn ends the run with its final message:
+// nothing to run, answer or send.
+func (t *turn) ends(handback responses.ResponseInputParam) bool {
+	return len(t.early) == 0 && len(t.calls) == 0 && !t.r.x.ctl.pending() && len(handback) == 0
+}
+
+// stepLimit stops a run whose last allowed request asked for more: its
+// calls, a person's text or a take over would need another request. The
+// text is dropped from the queue, not left for another run.
+func (r *run) stepLimit(t *turn, handback responses.ResponseInputParam) error {
+	step, opts := t.step, r.opts
+	if step < opts.MaxSteps {
+		return nil
+	}
+	unsent := ""
+	if n := len(r.x.ctl.end()); n > 0 {
+		unsent = fmt.Sprintf("; %d text(s) queued by append_user_text were not sent", n)
+	}
+	if len(t.calls) == 0 {
+		unseen := "the person's text"
+		if len(handback) > 0 {
+			unseen = "the person's take over (recorded)"
+		}
+		return fmt.Errorf("%w: request %d of %d returned response %s, whose final message did not see %s%s",
+			ErrStepLimit, step, opts.MaxSteps, t.resp.ID, unseen, unsent)
+	}
+	return fmt.Errorf("%w: request %d of %d returned response %s asking for call %s; nothing of it was executed%s",
+		ErrStepLimit, step, opts.MaxSteps, t.resp.ID, strings.Join(t.callIDs, ", "), unsent)
+}
+
+// execute checkpoints the response and runs its calls (respond): a
+// resumed run re-enters the response it stopped in. The outputs are the
+// turn's, from before a resume too, then a take over's (handback) and any
+// text a person queued.
+func (r *run) execute(ctx context.Context, t *turn, handback responses.ResponseInputParam) (responses.ResponseInputParam, error) {
+	var err error
+	switch {
+	case r.resumed != nil:
+		t.pre, t.calls, err = r.resumed.reenter(ctx, t.s, t.calls, t.saveResponse)
+		r.resumed = nil
+	case len(t.early) > 0:
+		// The complete response, with the calls run early completed.
+		err = t.saveResponse(PhaseAfterCall, t.early[len(t.early)-1].CallID(), t.done)
+	default:
+		err = t.saveResponse(PhaseResponse, "", nil)
+	}
+	if err != nil {
+		r.x.ctl.end()
+		return nil, err
+	}
+	outputs, err := respond(ctx, t.s, t.calls, t.done, t.saveResponse)
+	outputs = append(t.pre, outputs...)
+	texts := r.x.ctl.end()
+	if err != nil {
+		return nil, err
+	}
+	// A person's take over and text come after the outputs of the
+	// completed turn.
+	outputs = append(outputs, handback...)
+	for _, text := range texts {
+		outputs = append(outputs, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser))
+	}
+	return outputs, nil
+}
+
+// next makes the next request's input: the outputs after the response, as
+// the whole history when nothing is stored.
+func (r *run) next(t *turn, outputs responses.ResponseInputParam) {
+	if r.stateless {
+		for _, item := range t.resp.Output {
+			r.history = append(r.history, param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(item.RawJSON())))
+		}
+		r.history = append(r.history, outputs...)
+		outputs = r.history
+	} else {
+		r.params.PreviousResponseID = openai.String(t.resp.ID)
+	}
+	r.params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: outputs}
+	r.answered = t.callIDs
+}
+
+// all are the turn's calls, early ones first.
+func (t *turn) all() []Call { return append(slices.Clip(t.early), t.calls...) }
+
+// save checkpoints the turn (raw is its response) with the outputs so
+// far, those from before a resume first.
+func (t *turn) save(raw []byte, phase, callID string, outputs responses.ResponseInputParam) error {
+	r := t.r
+	if r.opts.Ledger == nil {
+		// Nothing keeps it: marshalling the outputs (a screenshot's base64
+		// each) would be a copy per call for nothing.
+		return nil
+	}
+	cp := Checkpoint{Phase: phase, CallID: callID, Response: json.RawMessage(raw)}
+	for _, o := range append(slices.Clip(t.pre), outputs...) {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		cp.Outputs = append(cp.Outputs, raw)
+	}
+	return r.l.checkpoint(r.x, r.opts.Ledger, cp, &r.params)
+}
+
+// saveResponse is save with the turn's complete response.
+func (t *turn) saveResponse(phase, callID string, outputs responses.ResponseInputParam) error {
+	return t.save([]byte(t.resp.RawJSON()), phase, callID, outputs)
 }
 
 // firstInput is the first request's input: the items, then the text.
