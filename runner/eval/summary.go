@@ -10,19 +10,24 @@ import (
 )
 
 // PrintSummary writes rep's summary (PrintResults) and this invocation's
-// throughput: trials a minute, and a trial's time beyond its guest's start
-// and the run itself (agentd dial, checkers, the guest's down).
+// throughput: trials a minute, and a trial's time beyond its guest's
+// start: the run itself, and the rest (agentd dial, checkers, the guest's
+// down).
 func PrintSummary(w io.Writer, dir string, rep *Report) {
 	PrintResults(w, dir, rep.Results)
 	if rep.Ran == 0 {
 		return
 	}
-	var up, run, over []float64
+	var up, run, over, beyond []float64
 	for _, r := range rep.Results[len(rep.Results)-rep.Ran:] {
-		up, run, over = append(up, r.GuestUp), append(run, r.RunSeconds), append(over, r.Seconds-r.GuestUp-r.RunSeconds)
+		up, run = append(up, r.GuestUp), append(run, r.RunSeconds)
+		over, beyond = append(over, r.Seconds-r.GuestUp-r.RunSeconds), append(beyond, r.Seconds-r.GuestUp)
 	}
-	fmt.Fprintf(w, "throughput: %d trials in %s at --parallel %d: %.1f trials/min; per trial (medians): guest up %s, run %s, the rest %s\n",
-		rep.Ran, rep.Wall.Round(time.Second), rep.Parallel, float64(rep.Ran)/rep.Wall.Minutes(), fmtSecs(median(up)), fmtSecs(median(run)), fmtSecs(median(over)))
+	ms := func(s float64) string {
+		return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(w, "throughput: %d trials in %s at --parallel %d: %.1f trials/min; per trial (medians): guest up %s, beyond it %s (run %s, the rest %s)\n",
+		rep.Ran, rep.Wall.Round(100*time.Millisecond), rep.Parallel, float64(rep.Ran)/rep.Wall.Minutes(), ms(median(up)), ms(median(beyond)), ms(median(run)), ms(median(over)))
 }
 
 // PrintResults writes the summary of results: per task its passes, pass
