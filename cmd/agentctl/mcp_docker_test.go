@@ -40,8 +40,13 @@ func TestMCPDockerFreshGuest(t *testing.T) {
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
 	stderr := &agentdtest.SyncBuffer{}
 	cmd.Stderr = stderr
+	// Closing the session waits for agentctl to take its guest down and
+	// exit, bounded by the test's context rather than the SDK's 5 s before
+	// SIGTERM (and SIGKILL 5 s later): a container's stop under load takes
+	// longer, and a killed agentctl cannot take it down.
+	deadline, _ := ctx.Deadline()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agentd-test", Version: "v0"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Until(deadline)}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, stderr.String())
 	}
@@ -64,14 +69,14 @@ func TestMCPDockerFreshGuest(t *testing.T) {
 	}
 	screenshotOf(t, call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`), 1280, 800)
 
-	cs.Close()
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		_, err := cli.ContainerInspect(ctx, container, client.ContainerInspectOptions{})
-		if cerrdefs.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("container %s is left after the session ended", container)
-		}
+	closed := time.Now()
+	if err := cs.Close(); err != nil {
+		t.Errorf("agentctl mcp did not exit cleanly after the client closed: %v", err)
+	}
+	t.Logf("agentctl mcp took its guest down and exited %s after the client closed", time.Since(closed).Round(time.Millisecond))
+	// agentctl has exited: its guest's take down is over, and the
+	// container must be gone now, not later.
+	if _, err := cli.ContainerInspect(ctx, container, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Fatalf("container %s is left after agentctl mcp exited (inspect: %v)", container, err)
 	}
 }
