@@ -3,7 +3,8 @@
 // Command agentd-bench-probe is the measuring helper of `agentctl bench`: run
 // inside the guest with its DISPLAY, it times agentd's capture, scaling and
 // encoding on their own, and the in-process capture libraries peers use, one
-// sample per request over stdin and stdout (see bench/probe). It is a binary
+// sample per request over stdin and stdout (see tools/bench/probe and
+// tools/bench/guestprobe). It is a binary
 // of its own so the production daemon carries none of it; robotgo needs cgo,
 // like agentd.
 package main
@@ -20,6 +21,7 @@ import (
 
 	"github.com/go-vgo/robotgo"
 
+	"github.com/agentd-dev/agentd/tools/bench/guestprobe"
 	"github.com/agentd-dev/agentd/tools/bench/probe"
 )
 
@@ -37,7 +39,7 @@ func run() error {
 	if display == "" {
 		return fmt.Errorf("no DISPLAY")
 	}
-	screen, err := probe.OpenScreen(ctx, display)
+	screen, err := guestprobe.OpenScreen(ctx, display)
 	if err != nil {
 		return err
 	}
@@ -56,7 +58,7 @@ func run() error {
 		err = png.Encode(&buf, img)
 		return buf.Len(), err
 	}
-	return probe.Serve(ctx, os.Stdin, os.Stdout, screen.Probes, screen.Unavailable)
+	return guestprobe.Serve(ctx, os.Stdin, os.Stdout, screen.Probes, screen.Unavailable)
 }
 
 // robotgoCapture is robotgo's own whole-screen capture as its users call it.

@@ -1,4 +1,4 @@
-package probe
+package guestprobe
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/agentd-dev/agentd/tools/bench/probe"
 )
 
 func TestServe(t *testing.T) {
@@ -22,20 +24,20 @@ func TestServe(t *testing.T) {
 not json
 `)
 	var out strings.Builder
-	if err := Serve(context.Background(), in, &out, probes, map[string]string{RobotgoPNG: "no cgo"}); err != nil {
+	if err := Serve(context.Background(), in, &out, probes, map[string]string{probe.RobotgoPNG: "no cgo"}); err != nil {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(strings.NewReader(out.String()))
-	var hello Hello
+	var hello probe.Hello
 	if !sc.Scan() || json.Unmarshal(sc.Bytes(), &hello) != nil {
 		t.Fatalf("no hello in %q", out.String())
 	}
-	if strings.Join(hello.Probes, ",") != "bad,heap,ok" || hello.Unavailable[RobotgoPNG] != "no cgo" {
+	if strings.Join(hello.Probes, ",") != "bad,heap,ok" || hello.Unavailable[probe.RobotgoPNG] != "no cgo" {
 		t.Errorf("hello %+v", hello)
 	}
-	var reps []Reply
+	var reps []probe.Reply
 	for sc.Scan() {
-		var r Reply
+		var r probe.Reply
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package probe
+package guestprobe
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/agentd-dev/agentd/capture/pngenc"
 	"github.com/agentd-dev/agentd/capture/render"
 	"github.com/agentd-dev/agentd/scaling"
+	"github.com/agentd-dev/agentd/tools/bench/probe"
 )
 
 // Screen holds the probes that read display with agentd's own packages and
@@ -44,7 +45,7 @@ func OpenScreen(ctx context.Context, display string) (*Screen, error) {
 	// The frame is Capture's reused buffer: keep a copy for the encoders.
 	still := image.NewRGBA(frame.Rect)
 	copy(still.Pix, frame.Pix)
-	fit, err := scaling.New(scaling.Size{W: w, H: h}, nil, FitWidth, FitHeight, true)
+	fit, err := scaling.New(scaling.Size{W: w, H: h}, nil, probe.FitWidth, probe.FitHeight, true)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("probe: %w", err)
@@ -63,17 +64,17 @@ func OpenScreen(ctx context.Context, display string) (*Screen, error) {
 	var out counter
 	s := &Screen{capturer: c, Unavailable: map[string]string{}}
 	s.Probes = map[string]Func{
-		Capture: func(ctx context.Context) (int, error) {
+		probe.Capture: func(ctx context.Context) (int, error) {
 			_, err := c.Capture(ctx)
 			return 0, err
 		},
-		ScaleFit: func(context.Context) (int, error) {
+		probe.ScaleFit: func(context.Context) (int, error) {
 			_, err := scaler.Scale(still, fit)
 			return 0, err
 		},
-		EncodeNative: func(context.Context) (int, error) { return out.encode(&enc, still) },
-		EncodeFit:    func(context.Context) (int, error) { return out.encode(&enc, stillScaled) },
-		PipelineFit: func(ctx context.Context) (int, error) {
+		probe.EncodeNative: func(context.Context) (int, error) { return out.encode(&enc, still) },
+		probe.EncodeFit:    func(context.Context) (int, error) { return out.encode(&enc, stillScaled) },
+		probe.PipelineFit: func(ctx context.Context) (int, error) {
 			img, err := c.Capture(ctx)
 			if err != nil {
 				return 0, err
@@ -84,16 +85,16 @@ func OpenScreen(ctx context.Context, display string) (*Screen, error) {
 		},
 	}
 	if n := screenshot.NumActiveDisplays(); n == 0 {
-		s.Unavailable[KbinaniCapture] = "kbinani/screenshot finds no display (it needs XINERAMA)"
-		s.Unavailable[KbinaniPNG] = s.Unavailable[KbinaniCapture]
+		s.Unavailable[probe.KbinaniCapture] = "kbinani/screenshot finds no display (it needs XINERAMA)"
+		s.Unavailable[probe.KbinaniPNG] = s.Unavailable[probe.KbinaniCapture]
 	} else {
 		bounds := image.Rect(0, 0, w, h)
-		s.Probes[KbinaniCapture] = func(context.Context) (int, error) {
+		s.Probes[probe.KbinaniCapture] = func(context.Context) (int, error) {
 			_, err := screenshot.CaptureRect(bounds)
 			return 0, err
 		}
 		var buf bytes.Buffer
-		s.Probes[KbinaniPNG] = func(context.Context) (int, error) {
+		s.Probes[probe.KbinaniPNG] = func(context.Context) (int, error) {
 			img, err := screenshot.CaptureRect(bounds)
 			if err != nil {
 				return 0, err
