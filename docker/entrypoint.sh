@@ -205,7 +205,9 @@ for app in $apps; do
     firefox)
       rm -rf "$HOME/firefox-profile"
       if [ -n "$config_dir" ] && [ -d "$config_dir/firefox-profile" ]; then
-        cp -r "$config_dir/firefox-profile" "$HOME/firefox-profile"
+        # -L: a Kubernetes ConfigMap volume's entries are symbolic links
+        # (into ..data/); copied as links they would dangle in the home.
+        cp -rL "$config_dir/firefox-profile" "$HOME/firefox-profile"
       else
         mkdir -p "$HOME/firefox-profile"
       fi

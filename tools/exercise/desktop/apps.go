@@ -89,11 +89,12 @@ func WaitPage(ctx context.Context, files backend.FileReader) error {
 				return fmt.Errorf("exercise: the form's page report: %w", err)
 			}
 			return CheckPage(rep)
-		case !errors.Is(err, fs.ErrNotExist):
+		case !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil:
 			return fmt.Errorf("exercise: the form's page report: %w", err)
 		}
 		select {
 		case <-ctx.Done():
+			// A read cut off by the deadline says less than the wait's end.
 			return fmt.Errorf("exercise: form page not loaded in the guest's browser within %v: %w", pageTimeout, ctx.Err())
 		case <-tick.C:
 		}
