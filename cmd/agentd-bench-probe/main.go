@@ -4,7 +4,8 @@
 // inside the guest with its DISPLAY, it times agentd's capture, scaling and
 // encoding on their own, and the in-process capture libraries peers use, one
 // sample per request over stdin and stdout (see tools/bench/probe and
-// tools/bench/guestprobe). It is a binary
+// tools/bench/guestprobe). With the argument "desktop" it is the bench's
+// deterministic desktop instead, the X client that witnesses input. It is a binary
 // of its own so the production daemon carries none of it; robotgo needs cgo,
 // like agentd.
 package main
@@ -38,6 +39,9 @@ func run() error {
 	display := os.Getenv("DISPLAY")
 	if display == "" {
 		return fmt.Errorf("no DISPLAY")
+	}
+	if len(os.Args) > 1 && os.Args[1] == probe.DesktopMode {
+		return guestprobe.ServeDesktop(ctx, display, os.Getenv("XAUTHORITY"), os.Args[2:], os.Stdin, os.Stdout)
 	}
 	screen, err := guestprobe.OpenScreen(ctx, display)
 	if err != nil {

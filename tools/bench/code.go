@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions/wire"
+	"github.com/agentd-dev/agentd/tools/bench/probe"
 )
 
 // Code-mode figure IDs.
@@ -29,8 +30,8 @@ func codeMissing() string {
 // the desktop saw the release: measured in the same rounds as the native
 // click, so the difference is what code mode adds.
 func (b *sizeBench) codeContenders(next func() image.Point,
-	roundTrip func(context.Context, string, func(context.Context) error, func(xEvent) bool) (time.Duration, error),
-	at func(eventKind, image.Point) func(xEvent) bool) []contender {
+	roundTrip func(context.Context, string, func(context.Context) error, func(probe.Event) bool) (time.Duration, error),
+	at func(string, image.Point) func(probe.Event) bool) []contender {
 	if b.codeMissing != "" {
 		return nil
 	}
@@ -52,7 +53,7 @@ func (b *sizeBench) codeContenders(next func() image.Point,
 					err = fmt.Errorf("pyautogui.click raised: %s", res.Traceback)
 				}
 				return err
-			}, at(buttonRelease, p))
+			}, at(probe.ButtonRelease, p))
 		}},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/tools/bench/probe"
 )
 
 // eventTimeout bounds the wait for an input event at the desktop.
@@ -49,37 +50,40 @@ func (b *sizeBench) measureInput(ctx context.Context) ([]Figure, error) {
 		pointer = p
 		return p
 	}
-	at := func(kind eventKind, p image.Point) func(xEvent) bool {
-		return func(e xEvent) bool { return e.kind == kind && e.x == p.X && e.y == p.Y }
+	at := func(kind string, p image.Point) func(probe.Event) bool {
+		return func(e probe.Event) bool { return e.Kind == kind && e.X == p.X && e.Y == p.Y }
 	}
 	// roundTrip times act until it returned and the desktop saw an event
-	// matching seen.
-	roundTrip := func(ctx context.Context, what string, act func(context.Context) error, seen func(xEvent) bool) (time.Duration, error) {
+	// matching seen (at the time the desktop received it: the guest's
+	// clock is this machine's).
+	roundTrip := func(ctx context.Context, what string, act func(context.Context) error, seen func(probe.Event) bool) (time.Duration, error) {
 		from := b.desk.mark()
 		start := time.Now()
 		if err := act(ctx); err != nil {
 			return 0, err
 		}
-		if _, err := b.desk.waitFor(ctx, from, eventTimeout, what, seen); err != nil {
+		acked := time.Since(start)
+		e, err := b.desk.waitFor(ctx, from, eventTimeout, what, seen)
+		if err != nil {
 			return 0, err
 		}
-		return time.Since(start), nil
+		return max(acked, time.Unix(0, e.Seen).Sub(start)), nil
 	}
-	keyReleased := func(e xEvent) bool { return e.kind == keyRelease }
+	keyReleased := func(e probe.Event) bool { return e.Kind == probe.KeyRelease }
 	cs := []contender{
 		{id: idClick, run: func(ctx context.Context) (time.Duration, error) {
 			p := next()
 			return roundTrip(ctx, "button release", func(ctx context.Context) error {
 				_, err := b.client.Click(ctx, p.X, p.Y, actions.Left)
 				return err
-			}, at(buttonRelease, p))
+			}, at(probe.ButtonRelease, p))
 		}},
 		{id: idMove, run: func(ctx context.Context) (time.Duration, error) {
 			p := next()
 			return roundTrip(ctx, "motion", func(ctx context.Context) error {
 				_, err := b.client.Move(ctx, p.X, p.Y)
 				return err
-			}, at(motion, p))
+			}, at(probe.Motion, p))
 		}},
 		{id: idKeypress, run: func(ctx context.Context) (time.Duration, error) {
 			return roundTrip(ctx, "key release", func(ctx context.Context) error {
@@ -97,13 +101,13 @@ func (b *sizeBench) measureInput(ctx context.Context) ([]Figure, error) {
 				p := next()
 				return roundTrip(ctx, "button release", func(ctx context.Context) error {
 					return b.shell.run(ctx, xdo, append(xy(p), "click", "1")...)
-				}, at(buttonRelease, p))
+				}, at(probe.ButtonRelease, p))
 			}},
 			contender{id: idXdoMove, peer: true, run: func(ctx context.Context) (time.Duration, error) {
 				p := next()
 				return roundTrip(ctx, "motion", func(ctx context.Context) error {
 					return b.shell.run(ctx, xdo, xy(p)...)
-				}, at(motion, p))
+				}, at(probe.Motion, p))
 			}},
 			contender{id: idXdoKey, peer: true, run: func(ctx context.Context) (time.Duration, error) {
 				return roundTrip(ctx, "key release", func(ctx context.Context) error {

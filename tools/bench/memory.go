@@ -42,7 +42,7 @@ func (b *sizeBench) measureMemory(ctx context.Context, n int) (Memory, error) {
 		return m, err
 	}
 	for range n {
-		if err := b.desk.change(); err != nil { // a new frame each time, as in a run
+		if err := b.desk.change(ctx); err != nil { // a new frame each time, as in a run
 			return m, err
 		}
 		if _, err := b.client.Screenshot(ctx); err != nil {

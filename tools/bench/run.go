@@ -176,8 +176,16 @@ func openSizeBench(ctx context.Context, g backend.Instance, size Size, o Options
 	}
 	x, d := xr.X(), g.Describe()
 	b := &sizeBench{size: size, duration: o.Duration, tokenFile: d.TokenFile}
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := append([]string{"PATH=" + path, "HOME=" + x.Home, "TMPDIR=" + x.TmpDir, "LANG=C.UTF-8"}, x.Env...)
+	// The probe is built with agentd (make build) and lives next to it; it
+	// is also the desktop, the guest's X client.
+	probePath := filepath.Join(filepath.Dir(o.AgentdPath), probe.Binary)
 	var err error
-	if b.desk, err = openDesktop(x.Display, x.Xauthority, size); err != nil {
+	if b.desk, err = openDesktop(ctx, probePath, env, size); err != nil {
 		return nil, err
 	}
 	token, err := os.ReadFile(d.TokenFile)
@@ -189,14 +197,7 @@ func openSizeBench(ctx context.Context, g backend.Instance, size Size, o Options
 		b.close()
 		return nil, err
 	}
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	env := append([]string{"PATH=" + path, "HOME=" + x.Home, "TMPDIR=" + x.TmpDir, "LANG=C.UTF-8"}, x.Env...)
 	b.shell = shell{env: env, dir: x.TmpDir}
-	// The probe is built with agentd (make build) and lives next to it.
-	probePath := filepath.Join(filepath.Dir(o.AgentdPath), probe.Binary)
 	if b.probe, b.probeErr = probe.Start(ctx, probePath, env); b.probeErr != nil {
 		o.progress("%v: %v", size, b.probeErr)
 	}

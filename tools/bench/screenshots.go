@@ -86,7 +86,7 @@ func (b *sizeBench) measureScreenshots(ctx context.Context) ([]Figure, error) {
 	}
 	changed := func(v wire.View) func(context.Context) (time.Duration, error) {
 		return func(ctx context.Context) (time.Duration, error) {
-			if err := b.desk.change(); err != nil {
+			if err := b.desk.change(ctx); err != nil {
 				return 0, err
 			}
 			_, d, err := shot(ctx, v)
@@ -129,7 +129,7 @@ func (b *sizeBench) measureScreenshots(ctx context.Context) ([]Figure, error) {
 		if p.id == idCapture { // a still screen is not read again: change it first (untimed)
 			probeRun := run
 			run = func(ctx context.Context) (time.Duration, error) {
-				if err := b.desk.change(); err != nil {
+				if err := b.desk.change(ctx); err != nil {
 					return 0, err
 				}
 				return probeRun(ctx)

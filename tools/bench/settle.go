@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
+	"github.com/agentd-dev/agentd/tools/bench/probe"
 )
 
 // effectTimeout bounds the wait for a screenshot that shows a click.
@@ -77,6 +78,7 @@ func (b *sizeBench) clickUntilShown(ctx context.Context) (time.Duration, bool, e
 	if err != nil {
 		return 0, false, fmt.Errorf("effect target: %w", err)
 	}
+	from := b.desk.mark()
 	start := time.Now()
 	res, err := b.client.Batch(ctx, []actions.Action{{Type: actions.Click, X: ix, Y: iy, Button: actions.Left}}, nil)
 	if err != nil {
@@ -93,6 +95,11 @@ func (b *sizeBench) clickUntilShown(ctx context.Context) (time.Duration, bool, e
 			return 0, false, err
 		}
 		shot, at = s.PNG, time.Now()
+	}
+	// The desktop's report of the press carries the colour it flipped to.
+	pressed := func(e probe.Event) bool { return e.Kind == probe.ButtonPress }
+	if _, err := b.desk.waitFor(ctx, from, eventTimeout, "button press", pressed); err != nil {
+		return 0, false, err
 	}
 	if err := showsColor(shot, image.Pt(ix, iy), b.desk.shownTargetColor()); err != nil {
 		return 0, false, err
