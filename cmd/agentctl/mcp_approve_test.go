@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentd-dev/agentd/console"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/browsertest"
 )
 
@@ -122,44 +123,7 @@ func TestMCPConsoleApproves(t *testing.T) {
 	r := newMCPRig(t)
 	ctx := mcpCtx(t)
 	cs, stderr := r.connectLogged(nil, "--confirm", "--console")
-	m := regexp.MustCompile(`console: (http://\S+)`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		t.Fatalf("no console URL printed:\n%s", stderr.String())
-	}
-	jar, _ := cookiejar.New(nil)
-	page := &http.Client{Jar: jar}
-	if resp, err := page.Get(m[1]); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("sign in: %v %v", resp, err)
-	}
-	base, _, _ := strings.Cut(m[1], "/login?")
-	answer := func(word string) []string {
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			resp, err := page.Get(base + "/api/questions")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var qs struct{ Questions []console.Question }
-			err = json.NewDecoder(resp.Body).Decode(&qs)
-			resp.Body.Close()
-			if err != nil {
-				t.Fatalf("questions: %v", err)
-			}
-			if len(qs.Questions) == 1 {
-				q := qs.Questions[0]
-				req, _ := http.NewRequest(http.MethodPost, base+"/api/questions/"+q.ID, strings.NewReader(word))
-				host, _, _ := strings.Cut(strings.TrimPrefix(base, "http://"), "/")
-				req.Header.Set("Origin", "http://"+host)
-				if resp, err := page.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
-					t.Fatalf("answer %s: %v %v", word, resp, err)
-				}
-				return append(q.Actions, q.Summary)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatal("no question in the console")
-		return nil
-	}
+	answer := consoleAnswerer(t, stderr)
 
 	// A click, then its final screenshot: two questions, both approved.
 	r.rec.Sync(t)
@@ -172,8 +136,8 @@ func TestMCPConsoleApproves(t *testing.T) {
 		}
 		done <- res
 	}()
-	if q := answer("approve"); !strings.Contains(strings.Join(q, ";"), "click left (640,400)") {
-		t.Fatalf("the console was asked %q", q)
+	if q := answer("approve"); !strings.Contains(strings.Join(append(q.Actions, q.Summary), ";"), "click left (640,400)") {
+		t.Fatalf("the console was asked %+v", q)
 	}
 	answer("approve")
 	screenshotOf(t, <-done, 1280, 800)
@@ -202,4 +166,126 @@ func TestMCPConsoleApproves(t *testing.T) {
 
 func errorResultOf(err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+}
+
+// consoleAnswerer signs in to the console agentctl mcp printed on stderr
+// and returns a function that waits for the one question in its page and
+// answers it as the page's buttons do ("approve" or "deny").
+func consoleAnswerer(t *testing.T, stderr *agentdtest.SyncBuffer) func(word string) console.Question {
+	t.Helper()
+	m := regexp.MustCompile(`console: (http://\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no console URL printed:\n%s", stderr.String())
+	}
+	jar, _ := cookiejar.New(nil)
+	page := &http.Client{Jar: jar}
+	if resp, err := page.Get(m[1]); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign in: %v %v", resp, err)
+	}
+	base, _, _ := strings.Cut(m[1], "/login?")
+	return func(word string) console.Question {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			resp, err := page.Get(base + "/api/questions")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var qs struct{ Questions []console.Question }
+			err = json.NewDecoder(resp.Body).Decode(&qs)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("questions: %v", err)
+			}
+			if len(qs.Questions) == 1 {
+				q := qs.Questions[0]
+				req, _ := http.NewRequest(http.MethodPost, base+"/api/questions/"+q.ID, strings.NewReader(word))
+				host, _, _ := strings.Cut(strings.TrimPrefix(base, "http://"), "/")
+				req.Header.Set("Origin", "http://"+host)
+				if resp, err := page.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+					t.Fatalf("answer %s: %v %v", word, resp, err)
+				}
+				return q
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("no question in the console")
+		return console.Question{}
+	}
+}
+
+// callAsync calls tool name with args in the background; the result (an
+// error as an error result) arrives on the channel.
+func callAsync(ctx context.Context, cs *mcp.ClientSession, name string, args any) <-chan *mcp.CallToolResult {
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			res = errorResultOf(err)
+		}
+		done <- res
+	}()
+	return done
+}
+
+// TestMCPConsoleAnswersCodeAndBrowser: a client that cannot be asked,
+// with --console, gets exec_py (--confirm) and the browser toolset's
+// consent asked in the console's page, the code or the call shown in
+// full: approved, it runs; denied, it is refused and nothing of it
+// happens (no input reaches the desktop, the page stays).
+func TestMCPConsoleAnswersCodeAndBrowser(t *testing.T) {
+	t.Run("exec_py", func(t *testing.T) {
+		r := newMCPRig(t, "--code")
+		ctx := mcpCtx(t)
+		cs, stderr := r.connectLogged(nil, "--confirm", "--console", "--tools", "computer,code")
+		answer := consoleAnswerer(t, stderr)
+		done := callAsync(ctx, cs, "exec_py", map[string]any{"code": "log('approved-' + 'marker')"})
+		if q := answer("approve"); q.Kind != "code" || !strings.Contains(q.Detail, "log('approved-' + 'marker')") {
+			t.Fatalf("the console was asked %+v", q)
+		}
+		if res := <-done; res.IsError || !strings.Contains(resultText(res), "approved-marker") {
+			t.Fatalf("approved exec_py: error %v %q", res.IsError, resultText(res))
+		}
+
+		r.rec.Sync(t)
+		r.rec.Clear()
+		done = callAsync(ctx, cs, "exec_py", map[string]any{"code": "pyautogui.click(640, 400)\nlog('denied-' + 'marker')"})
+		if q := answer("deny"); q.Kind != "code" || !strings.Contains(q.Detail, "pyautogui.click(640, 400)") {
+			t.Fatalf("the console was asked %+v", q)
+		}
+		if res := <-done; !res.IsError || strings.Contains(resultText(res), "denied-marker") {
+			t.Fatalf("denied exec_py: error %v %q, want refused without running", res.IsError, resultText(res))
+		}
+		r.rec.Sync(t)
+		if evs := r.rec.Events(); len(evs) != 0 {
+			t.Fatalf("exec_py denied in the console reached the desktop: %v", evs)
+		}
+	})
+	t.Run("browser", func(t *testing.T) {
+		r := newMCPRig(t, "--browser")
+		form := browsertest.FormServer(t)
+		origin := browsertest.Origin(form)
+		ctx := mcpCtx(t)
+		cs, stderr := r.connectLogged(nil, "--console", "--tools", "browser", "--allow-origin", origin)
+		answer := consoleAnswerer(t, stderr)
+		done := callAsync(ctx, cs, "browser_navigate", map[string]any{"url": form.URL(), "tab_id": nil})
+		if q := answer("approve"); q.Kind != "browser" || !strings.Contains(q.Summary+q.Detail, form.URL()) {
+			t.Fatalf("the console was asked %+v", q)
+		}
+		if res := <-done; res.IsError || !strings.Contains(resultText(res), `"ok":true`) {
+			t.Fatalf("approved navigate: error %v %q", res.IsError, resultText(res))
+		}
+
+		done = callAsync(ctx, cs, "browser_navigate", map[string]any{"url": origin + "/nowhere", "tab_id": nil})
+		if q := answer("deny"); q.Kind != "browser" || !strings.Contains(q.Summary+q.Detail, "/nowhere") {
+			t.Fatalf("the console was asked %+v", q)
+		}
+		if res := <-done; !res.IsError {
+			t.Fatalf("denied navigate: %q, want refused", resultText(res))
+		}
+		res := browserCall(t, ctx, cs, "get_page_text", map[string]any{"tab_id": nil})
+		if txt := resultText(res); res.IsError || !strings.Contains(txt, "Pickup") || strings.Contains(txt, "nowhere") {
+			t.Fatalf("get_page_text after the denial: error %v %q, want the form still shown", res.IsError, txt)
+		}
+	})
 }
