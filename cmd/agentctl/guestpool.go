@@ -5,9 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"time"
 
 	"github.com/agentd-dev/agentd/guest/backend"
 )
@@ -56,95 +54,10 @@ func guestPool(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	err = keepPool(ctx, b, spec, *size, os.Stdout)
-	drainPool(key, os.Stdout)
+	err = backend.KeepPool(ctx, b, spec, *size, os.Stdout)
+	backend.DrainPool(key, os.Stdout)
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
-}
-
-// keepPool starts guests one at a time (a start is CPU-bound) whenever
-// fewer than size are offered, until ctx ends.
-func keepPool(ctx context.Context, b backend.Backend, spec backend.Spec, size int, out io.Writer) error {
-	key := backend.KeyOf(b.Name(), spec)
-	for {
-		offered, err := backend.Offered(key)
-		if err != nil {
-			return err
-		}
-		if len(offered) < size {
-			spec.Name = backend.PoolName()
-			start := time.Now()
-			inst, err := backend.Up(ctx, b, spec)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return fmt.Errorf("pool guest %q did not come up: %w", spec.Name, err)
-			}
-			inst.Close()
-			if err := backend.MarkPooled(spec.Name, key); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "%s ready in %.1fs (%d of %d)\n", spec.Name, time.Since(start).Seconds(), len(offered)+1, size)
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// drainPool claims and takes down the guests still offered for key, so
-// none is left running unowned.
-func drainPool(key backend.PoolKey, out io.Writer) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	names, err := backend.Offered(key)
-	if err != nil {
-		fmt.Fprintf(out, "warning: %v\n", err)
-	}
-	for _, n := range names {
-		if ok, err := backend.TryClaim(n); err != nil || !ok {
-			continue
-		}
-		if _, err := backend.Down(ctx, n, false); err != nil {
-			fmt.Fprintf(out, "warning: %v\n", err)
-		}
-	}
-}
-
-// claimPooled takes a guest from a pool ('agentctl guest pool') matching
-// spec on b, if there is one; down takes it down after the run.
-func claimPooled(ctx context.Context, b backend.Backend, spec backend.Spec, out io.Writer) (backend.Instance, func(), error) {
-	if sp, ok := b.(backend.SharedPool); ok {
-		inst, err := sp.Claim(ctx, backend.KeyOf(b.Name(), spec))
-		if err != nil || inst == nil {
-			return nil, nil, err
-		}
-		fmt.Fprintf(out, "took the pooled %s guest %s for this run\n", b.Name(), inst.Describe().Instance)
-		return inst, func() {
-			downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			if err := inst.Down(downCtx); err != nil {
-				fmt.Fprintf(out, "warning: %v\n", err)
-			}
-		}, nil
-	}
-	inst, name, err := backend.Claim(ctx, backend.KeyOf(b.Name(), spec))
-	if err != nil || inst == nil {
-		return nil, nil, err
-	}
-	fmt.Fprintf(out, "took the pooled %s guest %s for this run\n", b.Name(), name)
-	return inst, func() {
-		defer inst.Close()
-		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if _, err := backend.Down(downCtx, name, false); err != nil {
-			fmt.Fprintf(out, "warning: %v\n", err)
-		}
-	}, nil
 }

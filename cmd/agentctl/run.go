@@ -259,23 +259,10 @@ func (o *originList) Set(v string) error {
 // it started, nil for a pooled one.
 func freshGuest(ctx context.Context, b backend.Backend, g *guestFlags, spec backend.Spec, out io.Writer) (down func(), started backend.Instance, err error) {
 	spec.Desktop, spec.Progress = backend.BrowserAndEditor, guestProgress(out)
-	if pooled, down, err := claimPooled(ctx, b, spec, out); err != nil || pooled != nil {
-		if pooled != nil {
-			g.from(pooled)
-		}
-		return down, nil, err
-	}
-	fmt.Fprintf(out, "starting a %s guest for this run\n", b.Name())
-	inst, err := b.Up(ctx, spec)
+	inst, started, down, err := backend.Fresh(ctx, b, spec, out)
 	if err != nil {
 		return nil, nil, err
 	}
 	g.from(inst)
-	return func() {
-		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := inst.Down(downCtx); err != nil {
-			fmt.Fprintf(out, "warning: %v\n", err)
-		}
-	}, inst, nil
+	return down, started, nil
 }
