@@ -51,14 +51,14 @@ type benchOutput struct {
 // the machine the rest left idle; without an engine or the image it says
 // so instead.
 func fullBenchGuestStart(ctx context.Context, rounds int) (*bench.GuestStart, error) {
-	if missing := dockerMissing(ctx); missing != "" {
+	if missing := bench.DockerMissing(ctx); missing != "" {
 		return &bench.GuestStart{Backend: "docker", Missing: missing}, nil
 	}
 	b, err := backend.Get("docker")
 	if err != nil {
 		return nil, err
 	}
-	return measureGuestStart(ctx, b, rounds)
+	return bench.MeasureGuestStart(ctx, b, rounds, os.Stderr)
 }
 
 // parseBenchFlags reads and checks bench's flags before anything starts.
