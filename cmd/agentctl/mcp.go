@@ -5,17 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentd-dev/agentd/console"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
-	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/mcpserver"
 )
@@ -83,7 +80,9 @@ not --confirm is given; nobody to ask = refused.`)
 	var live *console.Guest
 	if fresh != nil {
 		spec := backend.Spec{Network: *network, Code: slices.Contains(toolList, mcpserver.ToolsCode), Browser: slices.Contains(toolList, mcpserver.ToolsBrowser)}
-		open = func(ctx context.Context) (*mcpserver.Desktop, error) { return openFresh(ctx, fresh, spec) }
+		open = func(ctx context.Context) (*mcpserver.Desktop, error) {
+			return mcpserver.FreshDesktop(ctx, fresh, spec, os.Stderr)
+		}
 	} else {
 		if err := g.resolve(ctx); err != nil {
 			return err
@@ -144,68 +143,5 @@ not --confirm is given; nobody to ask = refused.`)
 	if *httpAddr == "" {
 		return srv.ServeStdio(ctx)
 	}
-	return serveMCPHTTP(ctx, srv, *httpAddr, *idle)
-}
-
-// openFresh starts (or takes from a pool) a guest for one MCP session.
-func openFresh(ctx context.Context, b backend.Backend, spec backend.Spec) (*mcpserver.Desktop, error) {
-	var g guestFlags
-	down, started, err := freshGuest(ctx, b, &g, spec, os.Stderr)
-	if err != nil {
-		return nil, err
-	}
-	// The record and the log name the container (or VM) when there is one.
-	name := g.addr
-	if started != nil {
-		if inst := started.Describe().Instance; inst != "" {
-			name = fmt.Sprintf("%s guest %s (%s)", b.Name(), inst, g.addr)
-		}
-	}
-	token, err := g.token()
-	if err == nil {
-		var c *guest.Client
-		if c, err = guest.DialWith(ctx, g.addr, token, g.options()); err == nil {
-			var once sync.Once
-			return &mcpserver.Desktop{Client: c, Addr: name, Token: token, Close: func() {
-				once.Do(func() { c.Close(); down() })
-			}}, nil
-		}
-	}
-	down()
-	return nil, err
-}
-
-// serveMCPHTTP serves srv over Streamable HTTP at /mcp until ctx ends.
-func serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, addr string, idle time.Duration) error {
-	ln, err := mcpserver.Listen(addr)
-	if err != nil {
-		return err
-	}
-	token := strings.TrimSpace(os.Getenv(mcpTokenEnv))
-	generated := token == ""
-	if generated {
-		token = randhex.String(32)
-	}
-	self := ln.Addr().String()
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpserver.Guard(srv.Handler(idle), token, self))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(os.Stderr, "agentctl mcp: serving http://%s/mcp\n", self)
-	if generated {
-		fmt.Fprintf(os.Stderr, "agentctl mcp: bearer token (shown once; set $%s to choose it): %s\n", mcpTokenEnv, token)
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err = <-served:
-	case <-ctx.Done():
-	}
-	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(shut)
-	srv.Close()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	return srv.ListenAndServe(ctx, *httpAddr, *idle, strings.TrimSpace(os.Getenv(mcpTokenEnv)), mcpTokenEnv, os.Stderr)
 }

@@ -1,11 +1,21 @@
 package mcpserver
 
 import (
+	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/internal/randhex"
 )
 
 // Listen listens on a loopback address only: the MCP specification asks a
@@ -48,4 +58,72 @@ func Guard(next http.Handler, token, self string) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// FreshDesktop starts a guest of b with spec, or takes one from a pool
+// (backend.Fresh), for one MCP session; closing the desktop takes it down.
+// What it does is told on log.
+func FreshDesktop(ctx context.Context, b backend.Backend, spec backend.Spec, log io.Writer) (*Desktop, error) {
+	spec.Desktop, spec.Progress = backend.BrowserAndEditor, func(line string) { fmt.Fprintf(log, "  %s\n", line) }
+	inst, started, down, err := backend.Fresh(ctx, b, spec, log)
+	if err != nil {
+		return nil, err
+	}
+	d := inst.Describe()
+	// The record and the log name the container (or VM) when there is one.
+	name := d.Addr
+	if started != nil && started.Describe().Instance != "" {
+		name = fmt.Sprintf("%s guest %s (%s)", b.Name(), started.Describe().Instance, d.Addr)
+	}
+	token, err := os.ReadFile(d.TokenFile)
+	if err != nil {
+		down()
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	c, err := guest.DialWith(ctx, d.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(inst)})
+	if err != nil {
+		down()
+		return nil, err
+	}
+	var once sync.Once
+	return &Desktop{Client: c, Addr: name, Token: strings.TrimSpace(string(token)), Close: func() {
+		once.Do(func() { c.Close(); down() })
+	}}, nil
+}
+
+// ListenAndServe serves s over Streamable HTTP at /mcp on the loopback address
+// addr until ctx ends, with the bearer token token; an empty token is
+// generated and printed once on log (tokenEnv names the variable that
+// chooses it).
+func (s *Server) ListenAndServe(ctx context.Context, addr string, idle time.Duration, token, tokenEnv string, log io.Writer) error {
+	ln, err := Listen(addr)
+	if err != nil {
+		return err
+	}
+	generated := token == ""
+	if generated {
+		token = randhex.String(32)
+	}
+	self := ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", Guard(s.Handler(idle), token, self))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(log, "agentctl mcp: serving http://%s/mcp\n", self)
+	if generated {
+		fmt.Fprintf(log, "agentctl mcp: bearer token (shown once; set $%s to choose it): %s\n", tokenEnv, token)
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shut)
+	s.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
 }
