@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/color"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/randhex"
+	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/runner/computer"
 )
@@ -28,6 +31,16 @@ func benchGuest(b *testing.B) *guest.Client {
 	b.Helper()
 	prereq.Programs(b, prereq.X, "Xvfb")
 	x := xvfbtest.Start(b, 1440, 900)
+	// A busy screen, so the screenshot's PNG is as large as a real
+	// desktop's (about 190 KB in the 1280×800 view, as agentctl bench's
+	// desktop): the SDK's cost grows with it.
+	rec := xrecorder.Start(b, x.Display)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for y := 0; y < 900; y += 6 {
+		for x := 0; x < 1440; x += 12 {
+			rec.Fill(b, x, y, 12, 6, color.RGBA{R: uint8(rng.IntN(256)), G: uint8(rng.IntN(256)), B: uint8(rng.IntN(256)), A: 255})
+		}
+	}
 	dir := b.TempDir()
 	token := randhex.String(32)
 	tokenFile, addrFile := filepath.Join(dir, "token"), filepath.Join(dir, "addr")
@@ -104,6 +117,9 @@ func benchCalls(b *testing.B, c *guest.Client, records string) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ComputerToolName, Arguments: args[i%2]})
 		if err != nil || res.IsError {
 			b.Fatalf("call: %v %v", err, res)
+		}
+		if i == 0 {
+			b.ReportMetric(float64(len(res.Content[0].(*mcp.ImageContent).Data)), "png-bytes")
 		}
 	}
 }
