@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package main
+package daemon
 
 import (
 	"errors"
@@ -17,13 +17,13 @@ type pathList []string
 func (l *pathList) String() string     { return strings.Join(*l, ",") }
 func (l *pathList) Set(p string) error { *l = append(*l, p); return nil }
 
-// runApp is `agentd app --hide DIR [--hide PATH]... -- PROGRAM [ARG]...`:
+// App is `agentd app --hide DIR [--hide PATH]... -- PROGRAM [ARG]...`:
 // it starts a desktop application (the guest's entrypoint starts every one
 // this way) with agentd's private directory closed to it and to everything
 // it starts, by Landlock. The applications run as agentd's user; without
 // Landlock they could read the token, so a kernel without it is refused
 // rather than the application started open. It returns only on error.
-func runApp(args []string) error {
+func App(args []string) error {
 	fs := flag.NewFlagSet("agentd app", flag.ContinueOnError)
 	var hide pathList
 	fs.Var(&hide, "hide", "a path the application must not reach (repeat for more; at least one)")
