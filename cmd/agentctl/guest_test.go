@@ -18,30 +18,30 @@ import (
 
 func TestGuestUpOptions(t *testing.T) {
 	cases := []struct {
-		o    upOptions
+		o    backend.UpOptions
 		want string // "" means valid
 	}{
-		{upOptions{backend: "local", name: "default", size: "1440x900", apps: "none"}, ""},
-		{upOptions{backend: "local", name: "a.b_c-1", size: "640x480", apps: "none"}, ""},
-		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "exercise"}, ""},
-		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "none"}, ""},
-		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "desktop", network: true}, ""},
-		{upOptions{backend: "docker", name: "x", size: "1440x900", apps: "exercise"}, ""},
-		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "desktop"}, "--apps desktop is for docker and vm guests"},
-		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "none", network: true}, "--network is for --backend docker"},
-		{upOptions{backend: "docker", name: "docker", size: "1440x900", apps: "none"}, "reserved"},
-		{upOptions{backend: "vm", name: "x", size: "1440x900", apps: "desktop"}, ""},
-		{upOptions{backend: "vm", name: "x", size: "1440x900", apps: "none", network: true}, "--network is for --backend docker"},
-		{upOptions{backend: "qemu", name: "x", size: "1440x900", apps: "none"}, "unknown backend"},
-		{upOptions{backend: "local", name: "../etc", size: "1440x900", apps: "none"}, "guest name"},
-		{upOptions{backend: "local", name: "", size: "1440x900", apps: "none"}, "guest name"},
-		{upOptions{backend: "local", name: "x", size: "1440", apps: "none"}, "--size"},
-		{upOptions{backend: "local", name: "x", size: "10x10", apps: "none"}, "--size"},
-		{upOptions{backend: "local", name: "x", size: "800x600", apps: "exercise"}, "needs --size 1440x900"},
-		{upOptions{backend: "local", name: "x", size: "1440x900", apps: "office"}, "--apps"},
+		{backend.UpOptions{Backend: "local", Name: "default", Size: "1440x900", Apps: "none"}, ""},
+		{backend.UpOptions{Backend: "local", Name: "a.b_c-1", Size: "640x480", Apps: "none"}, ""},
+		{backend.UpOptions{Backend: "local", Name: "x", Size: "1440x900", Apps: "exercise"}, ""},
+		{backend.UpOptions{Backend: "docker", Name: "x", Size: "1440x900", Apps: "none"}, ""},
+		{backend.UpOptions{Backend: "docker", Name: "x", Size: "1440x900", Apps: "desktop", Network: true}, ""},
+		{backend.UpOptions{Backend: "docker", Name: "x", Size: "1440x900", Apps: "exercise"}, ""},
+		{backend.UpOptions{Backend: "local", Name: "x", Size: "1440x900", Apps: "desktop"}, "--apps desktop is for docker and vm guests"},
+		{backend.UpOptions{Backend: "local", Name: "x", Size: "1440x900", Apps: "none", Network: true}, "--network is for --backend docker"},
+		{backend.UpOptions{Backend: "docker", Name: "docker", Size: "1440x900", Apps: "none"}, "reserved"},
+		{backend.UpOptions{Backend: "vm", Name: "x", Size: "1440x900", Apps: "desktop"}, ""},
+		{backend.UpOptions{Backend: "vm", Name: "x", Size: "1440x900", Apps: "none", Network: true}, "--network is for --backend docker"},
+		{backend.UpOptions{Backend: "qemu", Name: "x", Size: "1440x900", Apps: "none"}, "unknown backend"},
+		{backend.UpOptions{Backend: "local", Name: "../etc", Size: "1440x900", Apps: "none"}, "guest name"},
+		{backend.UpOptions{Backend: "local", Name: "", Size: "1440x900", Apps: "none"}, "guest name"},
+		{backend.UpOptions{Backend: "local", Name: "x", Size: "1440", Apps: "none"}, "--size"},
+		{backend.UpOptions{Backend: "local", Name: "x", Size: "10x10", Apps: "none"}, "--size"},
+		{backend.UpOptions{Backend: "local", Name: "x", Size: "800x600", Apps: "exercise"}, "needs --size 1440x900"},
+		{backend.UpOptions{Backend: "local", Name: "x", Size: "1440x900", Apps: "office"}, "--apps"},
 	}
 	for _, c := range cases {
-		_, _, err := c.o.check()
+		_, _, err := c.o.Check()
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%+v: %v", c.o, err)

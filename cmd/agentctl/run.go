@@ -258,7 +258,7 @@ func (o *originList) Set(v string) error {
 // guest pool'), and points g at it; down removes it. started is the guest
 // it started, nil for a pooled one.
 func freshGuest(ctx context.Context, b backend.Backend, g *guestFlags, spec backend.Spec, out io.Writer) (down func(), started backend.Instance, err error) {
-	spec.Desktop, spec.Progress = backend.BrowserAndEditor, guestProgress(out)
+	spec.Desktop, spec.Progress = backend.BrowserAndEditor, backend.Progress(out)
 	inst, started, down, err := backend.Fresh(ctx, b, spec, out)
 	if err != nil {
 		return nil, nil, err
