@@ -15,6 +15,7 @@ import (
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/input"
+	"github.com/agentd-dev/agentd/internal/ctxsleep"
 )
 
 // FrameHasher hashes the current screen contents; the daemon provides it from
@@ -518,19 +519,7 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-func (realClock) Sleep(ctx context.Context, d time.Duration) error { return sleepCtx(ctx, d) }
-
-// sleepCtx sleeps for d or until ctx ends, and returns ctx's error then.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (realClock) Sleep(ctx context.Context, d time.Duration) error { return ctxsleep.Sleep(ctx, d) }
 
 func abs(v int) int {
 	if v < 0 {

@@ -259,6 +259,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/agentd/input"
+	"github.com/agentd-dev/agentd/internal/ctxsleep"
 )
 
 var _ input.Device = (*Device)(nil)
@@ -868,7 +869,7 @@ func (in *Device) bindNext(ctx context.Context) (bool, error) {
 		}
 	}
 	if wait > 0 {
-		if err := sleep(ctx, wait); err != nil {
+		if err := ctxsleep.Sleep(ctx, wait); err != nil {
 			return false, err
 		}
 	}
@@ -883,12 +884,12 @@ func (in *Device) catchUp(ctx context.Context) error {
 	target := C.agentd_ping_focus(in.dpy, token)
 	if target == 0 {
 		_ = C.agentd_take_error()
-		return sleep(ctx, keymapSettle)
+		return ctxsleep.Sleep(ctx, keymapSettle)
 	}
 	defer C.agentd_ping_done(in.dpy)
 	deadline := time.Now().Add(keymapCatchUp)
 	for pause := 500 * time.Microsecond; C.agentd_ping_answered(in.dpy, target, token) == 0 && time.Now().Before(deadline); {
-		if err := sleep(ctx, pause); err != nil {
+		if err := ctxsleep.Sleep(ctx, pause); err != nil {
 			return err
 		}
 		pause = min(2*pause, 5*time.Millisecond)
@@ -1143,17 +1144,5 @@ func (km *keymap) unbindAll(dpy *C.Display) {
 	}
 	for _, s := range km.spare {
 		s.sym = 0
-	}
-}
-
-// sleep waits for d or until ctx ends, and returns ctx's error then.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
