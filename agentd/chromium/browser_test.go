@@ -205,7 +205,7 @@ func TestSandboxKept(t *testing.T) {
 			continue
 		}
 		cl, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-		if err != nil || !strings.Contains(string(cl), "--type=renderer") || !strings.Contains(string(cl), b.dataDir) && !descends(d.Name(), pid) {
+		if err != nil || !strings.Contains(string(cl), "--type=renderer") || !strings.Contains(string(cl), b.dataDir) && !browsertest.Descends(d.Name(), strconv.Itoa(pid)) {
 			continue
 		}
 		ns, err := os.Readlink("/proc/" + d.Name() + "/ns/user")
@@ -220,29 +220,6 @@ func TestSandboxKept(t *testing.T) {
 	if renderers == 0 {
 		t.Fatal("found no renderer process of the browser")
 	}
-}
-
-// descends reports whether process pid descends from ancestor.
-func descends(pid string, ancestor int) bool {
-	for range 16 {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil {
-			return false
-		}
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) < 2 {
-			return false
-		}
-		pid = fields[1]
-		if pid == strconv.Itoa(ancestor) {
-			return true
-		}
-		if pid == "0" || pid == "1" {
-			return false
-		}
-	}
-	return false
 }
 
 // servePage serves one HTML page on loopback.

@@ -78,7 +78,7 @@ func ChromiumProfiles(t *testing.T) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, d := range dirs {
-		if _, err := strconv.Atoi(d.Name()); err != nil || !descends(d.Name(), self) {
+		if _, err := strconv.Atoi(d.Name()); err != nil || !Descends(d.Name(), self) {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
@@ -95,8 +95,9 @@ func ChromiumProfiles(t *testing.T) []string {
 	return out
 }
 
-// descends reports whether process pid descends from ancestor.
-func descends(pid, ancestor string) bool {
+// Descends reports whether process pid descends from ancestor, walking
+// up to 32 parents through /proc.
+func Descends(pid, ancestor string) bool {
 	for range 32 {
 		stat, err := os.ReadFile("/proc/" + pid + "/stat")
 		if err != nil {
