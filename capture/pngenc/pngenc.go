@@ -167,14 +167,7 @@ type pngWorker struct {
 
 // Encode writes img to w as a PNG.
 func (e *Encoder) Encode(w io.Writer, img image.Image) error {
-	var pix []byte
-	var stride int
-	switch m := img.(type) {
-	case *image.RGBA: // premultiplied, so only opaque images are plain RGB
-		pix, stride = m.Pix, m.Stride
-	case *image.NRGBA:
-		pix, stride = m.Pix, m.Stride
-	}
+	pix, stride := rgbaPix(img)
 	b := img.Bounds()
 	if pix == nil || b.Empty() {
 		return e.encodeStd(w, img)
@@ -187,6 +180,18 @@ func (e *Encoder) Encode(w io.Writer, img image.Image) error {
 		return e.encodeStd(w, img)
 	}
 	return nil
+}
+
+// rgbaPix returns the pixels of an RGBA or NRGBA image, 4 bytes a pixel;
+// nil for any other kind.
+func rgbaPix(img image.Image) (pix []byte, stride int) {
+	switch m := img.(type) {
+	case *image.RGBA: // premultiplied, so only opaque images are plain RGB
+		return m.Pix, m.Stride
+	case *image.NRGBA:
+		return m.Pix, m.Stride
+	}
+	return nil, 0
 }
 
 // encodeRGB writes the opaque image pix as an RGB PNG. It writes nothing

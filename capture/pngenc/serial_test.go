@@ -37,14 +37,7 @@ const (
 
 // Encode writes img to w as a PNG.
 func (e *serialEncoder) Encode(w io.Writer, img image.Image) error {
-	var pix []byte
-	var stride int
-	switch m := img.(type) {
-	case *image.RGBA: // premultiplied, so only opaque images are plain RGB
-		pix, stride = m.Pix, m.Stride
-	case *image.NRGBA:
-		pix, stride = m.Pix, m.Stride
-	}
+	pix, stride := rgbaPix(img)
 	b := img.Bounds()
 	if pix == nil || b.Empty() || !opaque(pix, stride, b.Dx(), b.Dy()) {
 		return errors.New("serialEncoder: not an opaque RGBA image")
