@@ -21,18 +21,7 @@ import (
 )
 
 // viewOf scales a 1440×900 desktop to what the model sees at 1280×800.
-func viewOf(src *image.RGBA) *image.RGBA {
-	t, err := scaling.New(scaling.Size{W: 1440, H: 900}, nil, 1280, 800, true)
-	if err != nil {
-		panic(err)
-	}
-	var s scaling.Scaler
-	img, err := s.Scale(src, t)
-	if err != nil {
-		panic(err)
-	}
-	return img
-}
+func viewOf(src *image.RGBA) *image.RGBA { return scaledDesktop(src, 1280, 800, true) }
 
 func randomRGBA(r *rand.Rand, w, h int, opaque bool) *image.RGBA {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
@@ -157,8 +146,12 @@ func TestEncodeDecodesExactly(t *testing.T) {
 }
 
 // viewOfSize scales a 1440×900 desktop to w×h.
-func viewOfSize(src *image.RGBA, w, h int) *image.RGBA {
-	t, err := scaling.New(scaling.Size{W: 1440, H: 900}, nil, w, h, false)
+func viewOfSize(src *image.RGBA, w, h int) *image.RGBA { return scaledDesktop(src, w, h, false) }
+
+// scaledDesktop scales a 1440×900 desktop into w×h, fitted (keeping the
+// aspect) or not.
+func scaledDesktop(src *image.RGBA, w, h int, fit bool) *image.RGBA {
+	t, err := scaling.New(scaling.Size{W: 1440, H: 900}, nil, w, h, fit)
 	if err != nil {
 		panic(err)
 	}
