@@ -19,6 +19,11 @@ import (
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
+// scriptedModel is the SDK's client of the scripted model at url.
+func scriptedModel(url string) openai.Client {
+	return openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+}
+
 func codeCall(code string) respserver.Item {
 	args, _ := json.Marshal(map[string]string{"code": code})
 	return respserver.FunctionCall(codetool.Name, string(args))
@@ -60,7 +65,7 @@ func TestCodeModeRun(t *testing.T) {
 		respserver.Final("done"),
 	)
 	defer srv.Close()
-	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+	client := scriptedModel(url)
 	var asked []codetool.CallInfo
 	tool := codetool.New(d.client, codetool.Options{BeforeCode: func(_ context.Context, c codetool.CallInfo) (any, error) {
 		asked = append(asked, c)
@@ -118,7 +123,7 @@ func TestCodeModeRefusedAndLost(t *testing.T) {
 	d := newDesk(t)
 	srv, url := respserver.Start(respserver.Items(codeCall("pyautogui.click(5, 5)")))
 	defer srv.Close()
-	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+	client := scriptedModel(url)
 	tool := codetool.New(d.client, codetool.Options{BeforeCode: func(context.Context, codetool.CallInfo) (any, error) { return "yes", nil }})
 	_, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool}})
 	var ae *runner.ApprovalError
@@ -135,7 +140,7 @@ func TestCodeModeRefusedAndLost(t *testing.T) {
 		respserver.Items(codeCall("print(v)")),
 		respserver.Final("ok"))
 	defer srv2.Close()
-	client = openai.NewClient(option.WithBaseURL(url2), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+	client = scriptedModel(url2)
 	tool = codetool.New(d.client, codetool.Options{Deadline: 500e6})
 	if _, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool}}); err != nil {
 		t.Fatal(err)

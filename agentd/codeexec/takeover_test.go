@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
@@ -60,6 +57,45 @@ func motions(evs []xrecorder.Event, y int) int {
 	return n
 }
 
+// operator connects a person to d's agentd in the operator role (as the
+// console does), with a minute for what the test asks of it.
+func (d *desk) operator(t *testing.T) (*guest.Operator, context.Context) {
+	person, err := guest.Operate(context.Background(), d.addr, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { person.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return person, ctx
+}
+
+// takeFromMovingCode waits until the model's code (moverCode) moves the
+// pointer, then has a person take the desktop over.
+func (d *desk) takeFromMovingCode(t *testing.T) (*guest.Operator, context.Context) {
+	d.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return motions(evs, codeRow) >= 20 }, 60*time.Second)
+	person, ctx := d.operator(t)
+	if err := person.Take(ctx, "the tester"); err != nil {
+		t.Fatal(err)
+	}
+	return person, ctx
+}
+
+// checkPausedAndHandedBack fails t unless the run's take over events are
+// the pause and the hand back, in this order.
+func checkPausedAndHandedBack(t *testing.T, events []runner.Event) {
+	t.Helper()
+	var phases []string
+	for _, e := range events {
+		if e.Kind == runner.EventTakeover {
+			phases = append(phases, e.Takeover.Phase)
+		}
+	}
+	if strings.Join(phases, ",") != "paused,handed_back" {
+		t.Fatalf("take over events %q", phases)
+	}
+}
+
 // TestTakeoverStopsRunningCode: a person's take over (the operator role, as
 // the console takes it) stops an exec_py that is moving the pointer. Once
 // the take is answered nothing the code held is down, no pointer event of
@@ -70,18 +106,7 @@ func TestTakeoverStopsRunningCode(t *testing.T) {
 	d := newDesk(t)
 	d.rec.Clear()
 	done := execAsync(d.client, moverCode, 90*time.Second)
-	d.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return motions(evs, codeRow) >= 20 }, 60*time.Second)
-
-	person, err := guest.Operate(context.Background(), d.addr, testToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer person.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := person.Take(ctx, "the tester"); err != nil {
-		t.Fatal(err)
-	}
+	person, ctx := d.takeFromMovingCode(t)
 	d.rec.Sync(t)
 	granted := len(d.rec.Events())
 	if keys, mask := d.rec.Down(t); len(keys) != 0 || mask != 0 {
@@ -111,7 +136,7 @@ func TestTakeoverStopsRunningCode(t *testing.T) {
 	if got.res.Stopped != "taken_over" || !got.res.NamespaceLost || !strings.Contains(got.res.Output, "a person took over the desktop") {
 		t.Fatalf("the exec's result does not say a person took over: %+v", got.res)
 	}
-	_, err = d.client.Exec(ctx, "print(1)", 0)
+	_, err := d.client.Exec(ctx, "print(1)", 0)
 	var e *guest.Error
 	if !errors.As(err, &e) || e.Code != wire.CodeTakenOver {
 		t.Fatalf("exec while taken over: %v", err)
@@ -135,7 +160,7 @@ func TestTakeoverCodeModeRunWaitsForTheHandBack(t *testing.T) {
 		respserver.Items(codeCall("print('after')")),
 		respserver.Final("done"))
 	defer srv.Close()
-	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+	client := scriptedModel(url)
 	paused := make(chan struct{}, 1)
 	var events []runner.Event
 	tool := codetool.New(d.client, codetool.Options{Deadline: 90 * time.Second})
@@ -150,17 +175,7 @@ func TestTakeoverCodeModeRunWaitsForTheHandBack(t *testing.T) {
 			}})
 		ran <- err
 	}()
-	d.rec.WaitUntil(t, func(evs []xrecorder.Event) bool { return motions(evs, codeRow) >= 20 }, 60*time.Second)
-	person, err := guest.Operate(context.Background(), d.addr, testToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer person.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := person.Take(ctx, "the tester"); err != nil {
-		t.Fatal(err)
-	}
+	person, ctx := d.takeFromMovingCode(t)
 	select {
 	case <-paused:
 	case err := <-ran:
@@ -188,15 +203,7 @@ func TestTakeoverCodeModeRunWaitsForTheHandBack(t *testing.T) {
 	if !strings.Contains(text, "stopped: a person took over the desktop") || !strings.Contains(text, "the person's note: closed the dialog") {
 		t.Fatalf("what the model was told of the take over: %q", text)
 	}
-	var phases []string
-	for _, e := range events {
-		if e.Kind == runner.EventTakeover {
-			phases = append(phases, e.Takeover.Phase)
-		}
-	}
-	if strings.Join(phases, ",") != "paused,handed_back" {
-		t.Fatalf("take over events %q", phases)
-	}
+	checkPausedAndHandedBack(t, events)
 }
 
 // TestTakeoverBeforeTheFinalMessageCodeMode: in a code-mode run, a take
@@ -210,14 +217,8 @@ func TestTakeoverBeforeTheFinalMessageCodeMode(t *testing.T) {
 		respserver.Final("done"),
 		respserver.Final("done, after the note"))
 	defer srv.Close()
-	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
-	person, err := guest.Operate(context.Background(), d.addr, testToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer person.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	client := scriptedModel(url)
+	person, ctx := d.operator(t)
 	var events []runner.Event
 	var personErr error
 	tool := codetool.New(d.client, codetool.Options{})
@@ -246,15 +247,7 @@ func TestTakeoverBeforeTheFinalMessageCodeMode(t *testing.T) {
 			t.Errorf("the request after the hand back lacks %q", want)
 		}
 	}
-	var phases []string
-	for _, e := range events {
-		if e.Kind == runner.EventTakeover {
-			phases = append(phases, e.Takeover.Phase)
-		}
-	}
-	if strings.Join(phases, ",") != "paused,handed_back" {
-		t.Fatalf("take over events %q", phases)
-	}
+	checkPausedAndHandedBack(t, events)
 }
 
 // stallCode asks agentd for a screenshot, larger than the pipe holds, and
