@@ -202,18 +202,21 @@ func TestStatelessInputIsMeasured(t *testing.T) {
 		history = append(history, item, out(item["call_id"].(string), dataURL(t, 8, 8)))
 	}
 	fn := map[string]any{"type": "function_call", "call_id": "call_lost", "name": "f", "arguments": "{}"}
-	for name, tc := range map[string]struct {
+	// In this order: the check of the stats below takes the placeholder's
+	// request as the one before the last.
+	for _, tc := range []struct {
+		name  string
 		input []any
 		want  string
 	}{
-		"a call without its output": {append(slices.Clone(history), fn), "call call_lost in the input has no output"},
-		"the current screenshot a placeholder": {append(slices.Clone(history[:4]), out(calls[1], dot)),
+		{"a call without its output", append(slices.Clone(history), fn), "call call_lost in the input has no output"},
+		{"the current screenshot a placeholder", append(slices.Clone(history[:4]), out(calls[1], dot)),
 			"its screenshot is a 1×1 placeholder"},
 	} {
 		code, body := post(t, url, req(tc.input), true)
 		e, _ := body["error"].(map[string]any)
 		if msg, _ := e["message"].(string); code != 400 || !strings.Contains(msg, tc.want) {
-			t.Errorf("%s: %d %v", name, code, body)
+			t.Errorf("%s: %d %v", tc.name, code, body)
 		}
 	}
 	// The older screenshot dropped: still a valid request.
