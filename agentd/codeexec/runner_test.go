@@ -9,20 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/codetool"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
-
-// scriptedModel is the SDK's client of the scripted model at url.
-func scriptedModel(url string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
-}
 
 func codeCall(code string) respserver.Item {
 	args, _ := json.Marshal(map[string]string{"code": code})
@@ -65,7 +57,7 @@ func TestCodeModeRun(t *testing.T) {
 		respserver.Final("done"),
 	)
 	defer srv.Close()
-	client := scriptedModel(url)
+	client := respserver.Client(url)
 	var asked []codetool.CallInfo
 	tool := codetool.New(d.client, codetool.Options{BeforeCode: func(_ context.Context, c codetool.CallInfo) (any, error) {
 		asked = append(asked, c)
@@ -123,7 +115,7 @@ func TestCodeModeRefusedAndLost(t *testing.T) {
 	d := newDesk(t)
 	srv, url := respserver.Start(respserver.Items(codeCall("pyautogui.click(5, 5)")))
 	defer srv.Close()
-	client := scriptedModel(url)
+	client := respserver.Client(url)
 	tool := codetool.New(d.client, codetool.Options{BeforeCode: func(context.Context, codetool.CallInfo) (any, error) { return "yes", nil }})
 	_, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool}})
 	var ae *runner.ApprovalError
@@ -140,7 +132,7 @@ func TestCodeModeRefusedAndLost(t *testing.T) {
 		respserver.Items(codeCall("print(v)")),
 		respserver.Final("ok"))
 	defer srv2.Close()
-	client = scriptedModel(url2)
+	client = respserver.Client(url2)
 	tool = codetool.New(d.client, codetool.Options{Deadline: 500e6})
 	if _, err := runner.NewRunner(client).Run(context.Background(), runner.RunOptions{Model: "m", Input: "x", Tools: []runner.Tool{tool}}); err != nil {
 		t.Fatal(err)

@@ -160,7 +160,7 @@ func TestTakeoverCodeModeRunWaitsForTheHandBack(t *testing.T) {
 		respserver.Items(codeCall("print('after')")),
 		respserver.Final("done"))
 	defer srv.Close()
-	client := scriptedModel(url)
+	client := respserver.Client(url)
 	paused := make(chan struct{}, 1)
 	var events []runner.Event
 	tool := codetool.New(d.client, codetool.Options{Deadline: 90 * time.Second})
@@ -217,7 +217,7 @@ func TestTakeoverBeforeTheFinalMessageCodeMode(t *testing.T) {
 		respserver.Final("done"),
 		respserver.Final("done, after the note"))
 	defer srv.Close()
-	client := scriptedModel(url)
+	client := respserver.Client(url)
 	person, ctx := d.operator(t)
 	var events []runner.Event
 	var personErr error

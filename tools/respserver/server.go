@@ -45,6 +45,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -233,6 +236,13 @@ type Server struct {
 	attempts   []int
 	requests   []Request
 	violations []string
+}
+
+// Client is the SDK's client of the server at baseURL, as the tests use
+// it: a placeholder key (the server asks for none) and no retries, so that
+// every request the server sees is one the code under test made.
+func Client(baseURL string) openai.Client {
+	return openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
 }
 
 // Start serves the script on a fresh loopback port. baseURL ends in /v1/ and

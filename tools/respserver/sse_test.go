@@ -7,13 +7,8 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 )
-
-func streamClient(url string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
-}
 
 func streamParams() responses.ResponseNewParams {
 	return responses.ResponseNewParams{
@@ -40,7 +35,7 @@ func TestStreamThroughSDK(t *testing.T) {
 	s, url := Start(turn)
 	defer s.Close()
 
-	c := streamClient(url)
+	c := Client(url)
 	stream := c.Responses.NewStreaming(context.Background(), streamParams())
 	defer stream.Close()
 	var types []string
@@ -91,7 +86,7 @@ func TestStreamCut(t *testing.T) {
 	s, url := Start(turn)
 	defer s.Close()
 
-	c := streamClient(url)
+	c := Client(url)
 	stream := c.Responses.NewStreaming(context.Background(), streamParams())
 	defer stream.Close()
 	var done int
@@ -115,7 +110,7 @@ func doneIndices(t *testing.T, turn Turn) ([]int64, []responses.ResponseOutputIt
 	t.Helper()
 	s, url := Start(turn)
 	defer s.Close()
-	c := streamClient(url)
+	c := Client(url)
 	stream := c.Responses.NewStreaming(context.Background(), streamParams())
 	defer stream.Close()
 	var idx []int64
