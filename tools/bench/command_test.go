@@ -1,12 +1,14 @@
-package main
+package bench
 
 import (
+	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
 )
 
-func TestBenchFlags(t *testing.T) {
+func TestParseFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -24,7 +26,7 @@ func TestBenchFlags(t *testing.T) {
 		{name: "negative guest rounds", args: []string{"--guest-rounds", "-1"}, wantErr: "--guest-rounds -1: want 0 or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts, _, err := parseBenchFlags(tc.args)
+			opts, _, err := ParseFlags(tc.args)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("error %v", err)
@@ -38,5 +40,22 @@ func TestBenchFlags(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// Bad --guest-start flags are refused before any guest starts.
+func TestGuestStartCommandRefusesBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rounds", "0"}, "--rounds ≥ 1"},
+		{[]string{"extra"}, "no arguments"},
+		{[]string{"--backend", "qemu"}, "unknown backend"},
+	} {
+		err := GuestStartCommand(context.Background(), c.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("bench --guest-start %q: %v, want an error saying %q", c.args, err, c.want)
+		}
 	}
 }
