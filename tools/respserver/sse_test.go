@@ -32,18 +32,11 @@ func TestStreamThroughSDK(t *testing.T) {
 		}
 		return nil
 	}
-	s, url := Start(turn)
-	defer s.Close()
-
-	c := Client(url)
-	stream := c.Responses.NewStreaming(context.Background(), streamParams())
-	defer stream.Close()
 	var types []string
 	var args, text strings.Builder
 	var done []responses.ResponseOutputItemUnion
 	var final responses.Response
-	for stream.Next() {
-		ev := stream.Current()
+	readStream(t, turn, func(ev responses.ResponseStreamEventUnion) {
 		types = append(types, ev.Type)
 		switch ev.Type {
 		case "response.output_item.done":
@@ -58,13 +51,7 @@ func TestStreamThroughSDK(t *testing.T) {
 		case "response.completed":
 			final = ev.Response
 		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatalf("stream: %v", err)
-	}
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if types[0] != "response.created" || types[len(types)-1] != "response.completed" {
 		t.Fatalf("events %v", types)
 	}
@@ -108,16 +95,10 @@ func TestStreamCut(t *testing.T) {
 // of each response.output_item.done and the final response.
 func doneIndices(t *testing.T, turn Turn) ([]int64, []responses.ResponseOutputItemUnion, responses.Response) {
 	t.Helper()
-	s, url := Start(turn)
-	defer s.Close()
-	c := Client(url)
-	stream := c.Responses.NewStreaming(context.Background(), streamParams())
-	defer stream.Close()
 	var idx []int64
 	var items []responses.ResponseOutputItemUnion
 	var final responses.Response
-	for stream.Next() {
-		ev := stream.Current()
+	readStream(t, turn, func(ev responses.ResponseStreamEventUnion) {
 		switch ev.Type {
 		case "response.output_item.done":
 			idx = append(idx, ev.OutputIndex)
@@ -125,6 +106,21 @@ func doneIndices(t *testing.T, turn Turn) ([]int64, []responses.ResponseOutputIt
 		case "response.completed":
 			final = ev.Response
 		}
+	})
+	return idx, items, final
+}
+
+// readStream serves turn and reads its stream through the SDK, handing
+// each event to each; it fails t if the stream or the server saw an error.
+func readStream(t *testing.T, turn Turn, each func(responses.ResponseStreamEventUnion)) {
+	t.Helper()
+	s, url := Start(turn)
+	defer s.Close()
+	c := Client(url)
+	stream := c.Responses.NewStreaming(context.Background(), streamParams())
+	defer stream.Close()
+	for stream.Next() {
+		each(stream.Current())
 	}
 	if err := stream.Err(); err != nil {
 		t.Fatalf("stream: %v", err)
@@ -132,7 +128,6 @@ func doneIndices(t *testing.T, turn Turn) ([]int64, []responses.ResponseOutputIt
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return idx, items, final
 }
 
 // The faults a stream can carry, as the SDK reads them.
