@@ -79,6 +79,21 @@ def children():
     return out
 
 
+def reap(worker, status):
+    """Reaps every child that has ended; returns the worker's wait status
+    (status if the worker was not among them) and whether no child is
+    left."""
+    try:
+        while True:
+            pid, st = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                return status, False
+            if pid == worker:
+                status = st
+    except ChildProcessError:
+        return status, True
+
+
 def kill_all(worker, status):
     """Kills and reaps every process of the subtree; returns the worker's
     wait status (status if it was already reaped)."""
@@ -92,14 +107,8 @@ def kill_all(worker, status):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        try:
-            while True:
-                pid, st = os.waitpid(-1, os.WNOHANG)
-                if pid == 0:
-                    break
-                if pid == worker:
-                    status = st
-        except ChildProcessError:
+        status, none_left = reap(worker, status)
+        if none_left:
             return status
         # Orphans of the processes just killed are reparented here: again.
         time.sleep(0.005)
@@ -161,15 +170,7 @@ def main():
     status = None
     while True:
         sig = signal.sigwait(_SIGNALS)
-        try:
-            while True:
-                pid, st = os.waitpid(-1, os.WNOHANG)
-                if pid == 0:
-                    break
-                if pid == worker:
-                    status = st
-        except ChildProcessError:
-            pass
+        status, _ = reap(worker, status)
         if status is not None or sig != signal.SIGCHLD:
             exit_like(kill_all(worker, status))
 
