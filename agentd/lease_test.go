@@ -13,6 +13,7 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/poll"
 	"github.com/agentd-dev/agentd/runner/computer"
 )
 
@@ -345,4 +346,26 @@ func TestHandbackBelongsToItsSession(t *testing.T) {
 	if hb, err := c.AwaitHandback(ctx5(t)); err != nil || hb.Leases != 0 || len(hb.Notes) != 0 {
 		t.Fatalf("session C collected %+v (%v): another session's hand back", hb, err)
 	}
+}
+
+// There are at most wire.MaxOperators operators; one more is refused, and
+// a place freed by one that leaves is given to the next.
+func TestOperatorsAtMost(t *testing.T) {
+	f := newFixture(t, nil)
+	var ops []*guest.Operator
+	for range wire.MaxOperators {
+		ops = append(ops, f.operate(t))
+	}
+	if o, err := guest.Operate(ctx5(t), f.addr, testToken); err == nil {
+		o.Close()
+		t.Fatal("one operator more than the limit was let in")
+	}
+	ops[0].Close()
+	poll.Until(t, 10*time.Second, "an operator's place is free again", func() bool {
+		o, err := guest.Operate(ctx5(t), f.addr, testToken)
+		if err == nil {
+			o.Close()
+		}
+		return err == nil
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
@@ -16,31 +15,6 @@ import (
 	"github.com/agentd-dev/agentd/agentd/codeexec"
 	"github.com/agentd-dev/agentd/scaling"
 )
-
-// operators counts the operator connections (wire.OperatePath).
-type operators struct {
-	mu sync.Mutex
-	n  int
-	wg sync.WaitGroup
-}
-
-func (o *operators) enter() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.n >= wire.MaxOperators {
-		return false
-	}
-	o.n++
-	o.wg.Add(1)
-	return true
-}
-
-func (o *operators) leave() {
-	o.mu.Lock()
-	o.n--
-	o.mu.Unlock()
-	o.wg.Done()
-}
 
 // serveOperate serves one operator connection: a person's take over, input
 // and hand back (wire operate.go). Requests are served one at a time, in

@@ -120,11 +120,11 @@ type Server struct {
 	// buffer the Screen reuses, and /healthz captures from other goroutines.
 	screenMu sync.Mutex
 
-	watch watchers
+	watch conns
 
 	// ops and lease are the operator role (operate.go, lease.go); inputMu
 	// serialises the lease check with the input it allows.
-	ops     operators
+	ops     conns
 	lease   lease
 	inputMu sync.Mutex
 	// runs are the execs in progress, which a take over stops (code.go).
@@ -160,6 +160,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logf = func(string, ...any) {}
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), idle: closedChan()}
+	s.watch.max, s.ops.max = wire.MaxWatchers, wire.MaxOperators
 	s.base, s.stopAll = context.WithCancel(context.Background())
 	s.mux.HandleFunc("/healthz", s.serveHealth)
 	s.mux.HandleFunc("/v1", s.serveSession)
@@ -190,7 +191,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if err := s.watch.wait(ctx); err != nil {
 			return err
 		}
-		return waitGroup(ctx, &s.ops.wg)
+		return s.ops.wait(ctx)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -15,35 +15,39 @@ import (
 	"github.com/agentd-dev/agentd/scaling"
 )
 
-// watchers counts and waits for the watch connections (wire.WatchPath).
-// They never touch the controller slot: a watcher and the controller are
-// served side by side.
-type watchers struct {
-	mu sync.Mutex
-	n  int
-	wg sync.WaitGroup
+// conns counts and waits for the connections of one side role, the
+// watchers (wire.WatchPath) or the operators (wire.OperatePath), at most
+// max at a time. They never touch the controller slot: they and the
+// controller are served side by side.
+type conns struct {
+	max int
+	mu  sync.Mutex
+	n   int
+	wg  sync.WaitGroup
 }
 
-func (w *watchers) enter() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.n >= wire.MaxWatchers {
+// enter counts a new connection in; false, counting nothing, when max are
+// already in.
+func (c *conns) enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n >= c.max {
 		return false
 	}
-	w.n++
-	w.wg.Add(1)
+	c.n++
+	c.wg.Add(1)
 	return true
 }
 
-func (w *watchers) leave() {
-	w.mu.Lock()
-	w.n--
-	w.mu.Unlock()
-	w.wg.Done()
+func (c *conns) leave() {
+	c.mu.Lock()
+	c.n--
+	c.mu.Unlock()
+	c.wg.Done()
 }
 
-// wait returns when every watcher has ended, or ctx is done.
-func (w *watchers) wait(ctx context.Context) error { return waitGroup(ctx, &w.wg) }
+// wait returns when every connection has ended, or ctx is done.
+func (c *conns) wait(ctx context.Context) error { return waitGroup(ctx, &c.wg) }
 
 // waitGroup waits for wg, or until ctx is done.
 func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
