@@ -15,6 +15,7 @@ import (
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/mcpserver"
+	"github.com/agentd-dev/agentd/runner/session"
 )
 
 func init() {
@@ -30,7 +31,7 @@ func runMCP(ctx context.Context, args []string) error {
 	var g guestFlags
 	g.register(fs)
 	tools := fs.String("tools", "computer", "toolsets offered, comma-separated: computer, browser (the guest's Chromium, agentd --browser; needs --allow-origin), code (exec_py; agentd --code)")
-	var origins originList
+	var origins session.Origins
 	fs.Var(&origins, "allow-origin", "with --tools browser: an origin the browser may load from (scheme://host[:port]; repeat for more); every other load is refused")
 	viewSize := fs.String("view", "1280x800", "the client sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
 	confirm := fs.Bool("confirm", false, "ask before each action and final screenshot (and each exec_py): through MCP elicitation when the client supports it, else the console (--console) and, with --http, the terminal; nobody to ask = refused")

@@ -45,22 +45,12 @@ func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stde
 	var g guestFlags
 	g.register(fs)
 	var cfg session.Config
-	var origins originList
-	fs.StringVar(&cfg.Model, "model", "gpt-5.4", "model to run the computer tool with")
-	fs.IntVar(&cfg.MaxSteps, "max-steps", runner.DefaultMaxSteps, "most API requests the run may send")
+	cfg.RegisterFlags(fs)
 	recordDir := fs.String("record-dir", "runs", "folder under which each run writes its record, <timestamp>-<id>/")
-	fs.StringVar(&cfg.View, "view", "1280x800", "the model sees the screen fitted within WxH (aspect kept); coordinates are mapped back")
 	network := fs.Bool("network", false, "with --guest docker: give the container a network (default none)")
 	withConsole := fs.Bool("console", false, "serve the console for this run (the desktop live, the steps) and print its one-time URL")
-	fs.BoolVar(&cfg.Confirm, "confirm", false, "ask before each action and each final screenshot (before_action): on the terminal and, with --console, in the page; the first answer wins")
-	fs.StringVar(&cfg.Mode, "mode", session.Computer, "computer: the computer tool; code: the model writes Python (pyautogui) run in the guest (agentd --code); browser: the browser toolset on the guest's Chromium (agentd --browser)")
 	resume := fs.String("resume", "", "continue the run whose record is this folder (runs/<id>) from its last checkpoint, on --guest")
-	fs.BoolVar(&cfg.Stream, "stream", false, "read each response as a stream and print the model's text as it arrives")
-	fs.BoolVar(&cfg.Eager, "eager", false, "with --stream: run each completed call while the response is still arriving (effects cannot be undone if the model's response then changes)")
 	reconcileFlag := fs.String("reconcile", "", "with --resume, when the run stopped during an action: done (its effects show on the desktop) or not-done (run it again); asked on the terminal when not given")
-	fs.IntVar(&cfg.ContextImages, "context-images", 0, "keep at most N images in each request (the current screenshot always; older ones become placeholders); the run keeps its own history (store false)")
-	fs.IntVar(&cfg.ContextBytes, "context-bytes", 0, "keep each request's input within B bytes (older images dropped first); the run keeps its own history (store false)")
-	fs.Var(&origins, "allow-origin", "with --mode browser: an origin the model may navigate to (scheme://host[:port]); repeat for more")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream [--eager]] [--console] [--confirm] [--context-images N] [--context-bytes B] "task"
        agentctl run --guest ADDR|NAME --resume runs/<id> [--reconcile done|not-done]
@@ -90,15 +80,9 @@ it is never run again unless answered not-done.`)
 		}
 		return err
 	}
-	cfg.Task, cfg.AllowOrigins = strings.TrimSpace(strings.Join(fs.Args(), " ")), origins
+	cfg.Task = strings.TrimSpace(strings.Join(fs.Args(), " "))
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[strings.ReplaceAll(f.Name, "-", "_")] = true })
-	switch {
-	case cfg.ContextImages < 0:
-		return fmt.Errorf("--context-images is %d; it must be at least 1 (0: no limit on images)", cfg.ContextImages)
-	case cfg.ContextBytes < 0:
-		return fmt.Errorf("--context-bytes is %d; it must be at least 1 (0: no limit on bytes)", cfg.ContextBytes)
-	}
 	given, err := session.ParseReconcile(*reconcileFlag)
 	if err != nil {
 		return err
@@ -122,23 +106,14 @@ it is never run again unless answered not-done.`)
 			return err
 		}
 	}
-	switch {
-	case g.addr == "":
+	if g.addr == "" {
 		return errors.New("--guest is required (or $AGENTD_ADDR)")
-	case cfg.Task == "":
-		return errors.New(`the task is required: agentctl run --guest ADDR "task"`)
-	case cfg.MaxSteps < 1:
-		return fmt.Errorf("--max-steps is %d; it must be at least 1", cfg.MaxSteps)
-	case cfg.Mode != session.Computer && cfg.Mode != session.Code && cfg.Mode != session.Browser:
-		return fmt.Errorf("--mode %q: use computer, code or browser", cfg.Mode)
-	case cfg.Eager && !cfg.Stream:
-		return errors.New("--eager needs --stream: calls can only start early while a response streams")
-	case len(cfg.AllowOrigins) > 0 && cfg.Mode != session.Browser:
-		return errors.New("--allow-origin is for --mode browser")
-	case cfg.Confirm && cfg.Mode != session.Computer:
-		return errors.New("--confirm is for --mode computer (the browser mode asks before each navigation anyway)")
+	}
+	if err := cfg.Check(); err != nil {
+		return err
+	}
 	// The command line first, then the environment.
-	case os.Getenv("OPENAI_API_KEY") == "":
+	if os.Getenv("OPENAI_API_KEY") == "" {
 		return errors.New("OPENAI_API_KEY is not set (OPENAI_BASE_URL may point at another Responses-compatible server)")
 	}
 	fresh, err := backend.Get(g.addr)
@@ -242,16 +217,6 @@ type printableError struct{ error }
 
 func (e printableError) Error() string { return runner.Printable(e.error.Error()) }
 func (e printableError) Unwrap() error { return e.error }
-
-// originList is a repeatable --allow-origin flag.
-type originList []string
-
-func (o *originList) String() string { return strings.Join(*o, ",") }
-
-func (o *originList) Set(v string) error {
-	*o = append(*o, v)
-	return nil
-}
 
 // freshGuest starts a guest with a browser and an editor on b for one
 // 'agentctl run' ('--guest docker'), or takes one from a pool ('agentctl
