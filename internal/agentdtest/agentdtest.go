@@ -4,16 +4,15 @@
 package agentdtest
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentd-dev/agentd/internal/prereq"
+	"github.com/agentd-dev/agentd/internal/syncbuf"
 )
 
 // Binary returns $AGENTD_BIN/agentd when AGENTD_BIN is set (make test
@@ -59,22 +58,7 @@ func program(t testing.TB, name, dir string) string {
 
 // SyncBuffer is a bytes.Buffer that a process's output and the test can
 // share.
-type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type SyncBuffer = syncbuf.Buffer
 
 // Start starts cmd, an agentd told to write its address to addrFile
 // (--addr-file), and returns that address once agentd listens, and agentd's

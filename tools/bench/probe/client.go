@@ -2,7 +2,6 @@ package probe
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +9,9 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/syncbuf"
 )
 
 // helloTimeout bounds the wait for the probe's first line: an agentd built
@@ -23,27 +23,8 @@ type Client struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	hello  Hello
-}
-
-// lockedBuffer keeps the probe's stderr; exec copies into it from its own
-// goroutine while errors read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Start runs the probe program at path with env as its whole environment,
@@ -51,7 +32,7 @@ func (b *lockedBuffer) String() string {
 func Start(ctx context.Context, path string, env []string) (*Client, error) {
 	cmd := exec.Command(path)
 	cmd.Env = env
-	stderr := &lockedBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
