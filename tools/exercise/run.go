@@ -201,8 +201,19 @@ func startGuest(ctx context.Context, b backend.Backend, cfg RunConfig, out io.Wr
 	downCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	}
+	// downOf takes g down; a guest of a pool on a cluster or one started
+	// here is ours to take down.
+	downOf := func(g backend.Instance) func() {
+		return func() {
+			ctx, cancel := downCtx()
+			defer cancel()
+			if err := g.Down(ctx); err != nil {
+				fmt.Fprintf(out, "warning: guest down: %v\n", err)
+			}
+		}
+	}
 	if sp, ok := b.(backend.SharedPool); ok {
-		// A pool on a cluster: the claimed guest is ours to take down.
+		// A pool on a cluster.
 		g, err := sp.Claim(ctx, backend.KeyOf(b.Name(), spec))
 		if err != nil {
 			return nil, nil, fmt.Errorf("exercise: take a pooled guest: %w", err)
@@ -210,13 +221,7 @@ func startGuest(ctx context.Context, b backend.Backend, cfg RunConfig, out io.Wr
 		if g != nil {
 			rep.Pooled = g.Describe().Instance
 			fmt.Fprintf(out, "took the pooled %s guest %s for the exercise\n", b.Name(), rep.Pooled)
-			return g, func() {
-				ctx, cancel := downCtx()
-				defer cancel()
-				if err := g.Down(ctx); err != nil {
-					fmt.Fprintf(out, "warning: guest down: %v\n", err)
-				}
-			}, nil
+			return g, downOf(g), nil
 		}
 	}
 	g, name, err := backend.Claim(ctx, backend.KeyOf(b.Name(), spec))
@@ -240,13 +245,7 @@ func startGuest(ctx context.Context, b backend.Backend, cfg RunConfig, out io.Wr
 	if g, err = b.Up(ctx, spec); err != nil {
 		return nil, nil, fmt.Errorf("exercise: guest up: %w", err)
 	}
-	return g, func() {
-		ctx, cancel := downCtx()
-		defer cancel()
-		if err := g.Down(ctx); err != nil {
-			fmt.Fprintf(out, "warning: guest down: %v\n", err)
-		}
-	}, nil
+	return g, downOf(g), nil
 }
 
 // Verify reads the form's records and the saved note back from an
