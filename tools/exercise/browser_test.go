@@ -1,13 +1,9 @@
 package exercise
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
@@ -19,13 +15,7 @@ import (
 func TestBrowserModeExercise(t *testing.T) {
 	prereq.Programs(t, prereq.X, "Xvfb", "openbox", "firefox-esr", "mousepad", "chromium")
 	prereq.Full(t, "starting Firefox and Chromium")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	rep, err := Run(ctx, RunConfig{Out: &out, RecordDir: t.TempDir(), AgentdPath: agentdtest.Binary(t), Browser: true})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
+	rep, out := runLocal(t, RunConfig{Browser: true})
 	// navigate, read_page, five changes, the refused navigate; every change
 	// and the allowed navigate confirmed.
 	if rep.Steps != 5 || rep.Actions != 8 || rep.BeforeAction != 6 {

@@ -21,14 +21,24 @@ func TestCodeModeExercise(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-I", "-c", "import PIL.Image").Run(); err != nil {
 		prereq.Missing(t, prereq.X, "code mode needs /usr/bin/python3 with PIL (apt-get install python3 python3-pil): %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	rep, err := Run(ctx, RunConfig{Out: &out, RecordDir: t.TempDir(), AgentdPath: agentdtest.Binary(t), Code: true})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
+	rep, out := runLocal(t, RunConfig{Code: true})
 	if rep.Steps != 4 || rep.Actions != 3 || rep.BeforeAction != 3 {
 		t.Fatalf("steps %d, code calls %d, approvals %d; want 4, 3, 3\n%s", rep.Steps, rep.Actions, rep.BeforeAction, out.String())
 	}
+}
+
+// runLocal runs the exercise as cfg says on a local guest of the agentd
+// under test, its records in a temporary directory, within three minutes;
+// it fails t with the run's output if the run fails.
+func runLocal(t *testing.T, cfg RunConfig) (*Report, *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	cfg.Out, cfg.RecordDir, cfg.AgentdPath = &out, t.TempDir(), agentdtest.Binary(t)
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	return rep, &out
 }
