@@ -80,8 +80,8 @@ type Encoder struct {
 	// the copy of its rows.
 	Reuse bool
 
-	hdr  [8 + 8 + 13 + 4]byte // signature and IHDR chunk
-	tail [12 + 4 + 12]byte    // the last IDAT (the Adler-32) and IEND
+	hdr  header
+	tail [12 + 4 + 12]byte // the last IDAT (the Adler-32) and IEND
 	std  png.Encoder
 	pool bufferPool
 
@@ -236,15 +236,7 @@ func (e *Encoder) encodeRGB(w io.Writer, pix []byte, stride, width, height int) 
 		adler = adler32Combine(adler, strips[i].adler, strips[i].size)
 	}
 
-	hdr := e.hdr[:]
-	copy(hdr, "\x89PNG\r\n\x1a\n")
-	binary.BigEndian.PutUint32(hdr[8:], 13)
-	copy(hdr[12:], "IHDR")
-	binary.BigEndian.PutUint32(hdr[16:], uint32(width))
-	binary.BigEndian.PutUint32(hdr[20:], uint32(height))
-	hdr[24], hdr[25] = 8, 2 // 8 bits per sample, truecolour; compression, filter, interlace 0
-	binary.BigEndian.PutUint32(hdr[29:], crc32.ChecksumIEEE(hdr[12:29]))
-	if _, err := w.Write(hdr); err != nil {
+	if _, err := w.Write(e.hdr.set(width, height)); err != nil {
 		return false, err
 	}
 	for i := range strips {
@@ -266,6 +258,23 @@ func (e *Encoder) encodeRGB(w io.Writer, pix []byte, stride, width, height int) 
 
 // iend is the final chunk.
 const iend = "\x00\x00\x00\x00IEND\xae\x42\x60\x82"
+
+// header is a PNG's signature and IHDR chunk, kept in the encoder so that
+// writing it allocates nothing.
+type header [8 + 8 + 13 + 4]byte
+
+// set fills h for an 8-bit truecolour image of width × height and returns
+// it.
+func (h *header) set(width, height int) []byte {
+	copy(h[:], "\x89PNG\r\n\x1a\n")
+	binary.BigEndian.PutUint32(h[8:], 13)
+	copy(h[12:], "IHDR")
+	binary.BigEndian.PutUint32(h[16:], uint32(width))
+	binary.BigEndian.PutUint32(h[20:], uint32(height))
+	h[24], h[25] = 8, 2 // 8 bits per sample, truecolour; compression, filter, interlace 0
+	binary.BigEndian.PutUint32(h[29:], crc32.ChecksumIEEE(h[12:29]))
+	return h[:]
+}
 
 // grow readies the compressor and the row buffers for rows of width
 // pixels.

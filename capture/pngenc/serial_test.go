@@ -19,9 +19,9 @@ import (
 type serialEncoder struct {
 	zw       *zlib.Writer
 	chunks   chunkWriter
-	raw, prv []byte               // this and the previous row as RGB
-	out      []byte               // the filter byte and the filtered row
-	hdr      [8 + 8 + 13 + 4]byte // signature and IHDR chunk
+	raw, prv []byte // this and the previous row as RGB
+	out      []byte // the filter byte and the filtered row
+	hdr      header
 
 	// The filter on every row and the zlib level.
 	filter byte
@@ -52,15 +52,7 @@ func (e *serialEncoder) Encode(w io.Writer, img image.Image) error {
 }
 
 func (e *serialEncoder) encodeRGB(w io.Writer, pix []byte, stride, width, height int) error {
-	hdr := e.hdr[:]
-	copy(hdr, "\x89PNG\r\n\x1a\n")
-	binary.BigEndian.PutUint32(hdr[8:], 13)
-	copy(hdr[12:], "IHDR")
-	binary.BigEndian.PutUint32(hdr[16:], uint32(width))
-	binary.BigEndian.PutUint32(hdr[20:], uint32(height))
-	hdr[24], hdr[25] = 8, 2 // 8 bits per sample, truecolour; compression, filter, interlace 0
-	binary.BigEndian.PutUint32(hdr[29:], crc32.ChecksumIEEE(hdr[12:29]))
-	if _, err := w.Write(hdr); err != nil {
+	if _, err := w.Write(e.hdr.set(width, height)); err != nil {
 		return err
 	}
 
