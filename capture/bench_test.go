@@ -23,35 +23,23 @@ func BenchmarkCapture(b *testing.B) {
 	for _, m := range []Method{MethodSHM, MethodGetImage, MethodKbinani} {
 		b.Run(string(m), func(b *testing.B) {
 			c := open(b, srv.Display, m)
-			b.ReportAllocs()
-			cpu := cputime.Start()
-			for b.Loop() {
-				if _, err := c.Capture(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			cpu.Report(b)
+			cputime.Loop(b, func() error {
+				_, err := c.Capture(ctx)
+				return err
+			})
 		})
 	}
 	b.Run("kbinani-raw", func(b *testing.B) {
-		b.ReportAllocs()
-		cpu := cputime.Start()
-		for b.Loop() {
-			if _, err := screenshot.CaptureDisplay(0); err != nil {
-				b.Fatal(err)
-			}
-		}
-		cpu.Report(b)
+		cputime.Loop(b, func() error {
+			_, err := screenshot.CaptureDisplay(0)
+			return err
+		})
 	})
 	b.Run("framehash-shm", func(b *testing.B) {
 		c := open(b, srv.Display, MethodSHM)
-		b.ReportAllocs()
-		cpu := cputime.Start()
-		for b.Loop() {
-			if _, err := c.FrameHash(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		cpu.Report(b)
+		cputime.Loop(b, func() error {
+			_, err := c.FrameHash(ctx)
+			return err
+		})
 	})
 }

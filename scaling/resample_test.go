@@ -621,14 +621,10 @@ func BenchmarkScale(b *testing.B) {
 	own := func(src *image.RGBA, f Filter) func(b *testing.B) {
 		return func(b *testing.B) {
 			s := Scaler{Filter: f, Full: true} // the same source every time
-			b.ReportAllocs()
-			cpu := cputime.Start()
-			for b.Loop() {
-				if _, err := s.Scale(src, tr); err != nil {
-					b.Fatal(err)
-				}
-			}
-			cpu.Report(b)
+			cputime.Loop(b, func() error {
+				_, err := s.Scale(src, tr)
+				return err
+			})
 		}
 	}
 	for _, f := range filters {
@@ -640,12 +636,10 @@ func BenchmarkScale(b *testing.B) {
 		filter imaging.ResampleFilter
 	}{{"catmullrom", imaging.CatmullRom}, {"linear", imaging.Linear}} {
 		b.Run("imaging-"+f.name, func(b *testing.B) {
-			b.ReportAllocs()
-			cpu := cputime.Start()
-			for b.Loop() {
+			cputime.Loop(b, func() error {
 				imaging.Resize(src, 1280, 800, f.filter)
-			}
-			cpu.Report(b)
+				return nil
+			})
 		})
 	}
 }

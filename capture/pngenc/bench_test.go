@@ -41,15 +41,10 @@ func BenchmarkPNG(b *testing.B) {
 		for _, v := range vs {
 			b.Run(fmt.Sprintf("%s/%s", im.name, v.name), func(b *testing.B) {
 				var buf bytes.Buffer
-				b.ReportAllocs()
-				cpu := cputime.Start()
-				for b.Loop() {
+				cputime.Loop(b, func() error {
 					buf.Reset()
-					if err := v.enc(&buf, im.img); err != nil {
-						b.Fatal(err)
-					}
-				}
-				cpu.Report(b)
+					return v.enc(&buf, im.img)
+				})
 				b.ReportMetric(float64(buf.Len()), "png-bytes")
 			})
 		}

@@ -131,10 +131,8 @@ func BenchmarkScreenshot(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			r := &Renderer{Frames: c}
 			ctx := context.Background()
-			b.ReportAllocs()
-			cpu := cputime.Start()
 			colour := uint32(0)
-			for b.Loop() {
+			cputime.Loop(b, func() error {
 				if changed {
 					b.StopTimer()
 					colour ^= 0xffffff
@@ -143,13 +141,10 @@ func BenchmarkScreenshot(b *testing.B) {
 				}
 				img, err := c.Capture(ctx)
 				if err != nil {
-					b.Fatal(err)
+					return err
 				}
-				if err := r.Render(io.Discard, img, t); err != nil {
-					b.Fatal(err)
-				}
-			}
-			cpu.Report(b)
+				return r.Render(io.Discard, img, t)
+			})
 		})
 	}
 }

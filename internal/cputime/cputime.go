@@ -8,19 +8,21 @@ import (
 	"time"
 )
 
-// Timer measures from Start to Report.
-type Timer struct{ start time.Duration }
-
 func cpuNow() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// Start starts a Timer.
-func Start() Timer { return Timer{cpuNow()} }
-
-// Report adds the CPU time per operation since Start as "cpu-ms/op".
-func (c Timer) Report(b *testing.B) {
-	b.ReportMetric(float64(cpuNow()-c.start)/float64(b.N)/1e6, "cpu-ms/op")
+// Loop runs op in b.Loop, reporting allocations and the CPU time per
+// operation as "cpu-ms/op"; an error from op fails b.
+func Loop(b *testing.B, op func() error) {
+	b.ReportAllocs()
+	start := cpuNow()
+	for b.Loop() {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuNow()-start)/float64(b.N)/1e6, "cpu-ms/op")
 }
