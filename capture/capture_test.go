@@ -265,32 +265,6 @@ func TestCaptureThroughScaler(t *testing.T) {
 	}
 }
 
-func TestSHMRefusedFallsBackToGetImage(t *testing.T) {
-	srv := xvfbtest.Start(t, 320, 200)
-	paint(t, srv.Display)
-	orig := serverAttach
-	t.Cleanup(func() { serverAttach = orig })
-	// The real server refuses a segment that does not exist, as it would
-	// one in another IPC namespace.
-	serverAttach = func(c *xgb.Conn, seg shm.Seg, id int) error {
-		return shm.AttachChecked(c, seg, 0x7ffffff0, false).Check()
-	}
-	c := open(t, srv.Display, MethodAuto)
-	if c.Method() != MethodGetImage {
-		t.Fatalf("method %q after the server refused the segment", c.Method())
-	}
-	img, err := c.Capture(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPattern(t, img, 320, 200)
-
-	_, err = Open(srv.Display, Options{Method: MethodSHM})
-	if err == nil || !strings.Contains(err.Error(), "cannot attach") {
-		t.Fatalf("forced shm with a refusing server: %v", err)
-	}
-}
-
 func TestCursor(t *testing.T) {
 	srv := xvfbtest.Start(t, 320, 200)
 	paint(t, srv.Display)
@@ -336,37 +310,56 @@ func TestCursor(t *testing.T) {
 	}
 }
 
-// TestSHMWrongSegmentDetected: in another IPC namespace our segment id may
-// name some other segment, which the server attaches without complaint.
-func TestSHMWrongSegmentDetected(t *testing.T) {
-	srv := xvfbtest.Start(t, 320, 200)
-	paint(t, srv.Display)
-	decoy, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = unix.SysvShmCtl(decoy, unix.IPC_RMID, nil) })
-	before := shmSegments(t)
-	orig := serverAttach
-	t.Cleanup(func() { serverAttach = orig })
-	serverAttach = func(c *xgb.Conn, seg shm.Seg, id int) error {
-		return shm.AttachChecked(c, seg, uint32(decoy), false).Check()
-	}
-	c := open(t, srv.Display, MethodAuto)
-	if c.Method() != MethodGetImage {
-		t.Fatalf("method %q with the server on another segment", c.Method())
-	}
-	img, err := c.Capture(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPattern(t, img, 320, 200)
-	if _, err := Open(srv.Display, Options{Method: MethodSHM}); err == nil || !strings.Contains(err.Error(), "different segment") {
-		t.Fatalf("forced shm: %v", err)
-	}
-	_ = c.Close()
-	if after := shmSegments(t); len(after) != len(before) {
-		t.Fatalf("segments leaked by the failed attaches: before %v, after %v", before, after)
+// TestSHMAttachFailureFallsBackToGetImage: a server that cannot attach our
+// segment, or that in another IPC namespace, where our segment id may name
+// some other segment, attaches that one without complaint, leaves Auto on
+// GetImage and fails a forced SHM, leaking no segment.
+func TestSHMAttachFailureFallsBackToGetImage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// segment is the id the server attaches in place of ours.
+		segment func(t *testing.T) uint32
+		want    string
+	}{
+		// The real server refuses a segment that does not exist, as it
+		// would one in another IPC namespace.
+		{"refused", func(*testing.T) uint32 { return 0x7ffffff0 }, "cannot attach"},
+		{"wrong segment", func(t *testing.T) uint32 {
+			decoy, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _, _ = unix.SysvShmCtl(decoy, unix.IPC_RMID, nil) })
+			return uint32(decoy)
+		}, "different segment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := xvfbtest.Start(t, 320, 200)
+			paint(t, srv.Display)
+			id := tc.segment(t)
+			before := shmSegments(t)
+			orig := serverAttach
+			t.Cleanup(func() { serverAttach = orig })
+			serverAttach = func(c *xgb.Conn, seg shm.Seg, _ int) error {
+				return shm.AttachChecked(c, seg, id, false).Check()
+			}
+			c := open(t, srv.Display, MethodAuto)
+			if c.Method() != MethodGetImage {
+				t.Fatalf("method %q after the failed attach", c.Method())
+			}
+			img, err := c.Capture(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPattern(t, img, 320, 200)
+			if _, err := Open(srv.Display, Options{Method: MethodSHM}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("forced shm: %v", err)
+			}
+			_ = c.Close()
+			if after := shmSegments(t); len(after) != len(before) {
+				t.Fatalf("segments leaked by the failed attaches: before %v, after %v", before, after)
+			}
+		})
 	}
 }
 
