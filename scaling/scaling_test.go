@@ -9,6 +9,8 @@ import (
 	"testing"
 )
 
+// TestNew: a case with an error wants it, whether or not New fits, unless
+// it has a width: fit shrinks to the crop, so a large bound is fine with it.
 func TestNew(t *testing.T) {
 	scr := Size{W: 1440, H: 900}
 	cases := []struct {
@@ -18,65 +20,51 @@ func TestNew(t *testing.T) {
 		w, h   int
 		fit    bool
 		want   Transform
+		err    string
 	}{
-		{"native", scr, nil, 0, 0, false, Transform{scr, Rect{0, 0, 1440, 900}, scr}},
-		{"fit same aspect", scr, nil, 1280, 800, true, Transform{scr, Rect{0, 0, 1440, 900}, Size{1280, 800}}},
-		{"fit 16:9", Size{1920, 1080}, nil, 1280, 800, true, Transform{Size{1920, 1080}, Rect{0, 0, 1920, 1080}, Size{1280, 720}}},
-		{"fit height bound", Size{1000, 1000}, nil, 1280, 800, true, Transform{Size{1000, 1000}, Rect{0, 0, 1000, 1000}, Size{800, 800}}},
-		{"fit never enlarges", Size{800, 600}, nil, 1280, 800, true, Transform{Size{800, 600}, Rect{0, 0, 800, 600}, Size{800, 600}}},
-		{"fit width only", scr, nil, 720, 0, true, Transform{scr, Rect{0, 0, 1440, 900}, Size{720, 450}}},
-		{"fit rounds", Size{1001, 333}, nil, 500, 500, true, Transform{Size{1001, 333}, Rect{0, 0, 1001, 333}, Size{500, 166}}},
-		{"fit tiny keeps a pixel", Size{10000, 10}, nil, 100, 100, true, Transform{Size{10000, 10}, Rect{0, 0, 10000, 10}, Size{100, 1}}},
-		{"exact stretches", scr, nil, 1000, 1000, false, Transform{scr, Rect{0, 0, 1440, 900}, Size{1000, 1000}}},
-		{"exact enlarges", scr, &Rect{10, 20, 100, 50}, 400, 200, false, Transform{scr, Rect{10, 20, 100, 50}, Size{400, 200}}},
-		{"crop native", scr, &Rect{100, 50, 640, 480}, 0, 0, false, Transform{scr, Rect{100, 50, 640, 480}, Size{640, 480}}},
-		{"crop whole screen", scr, &Rect{0, 0, 1440, 900}, 0, 0, true, Transform{scr, Rect{0, 0, 1440, 900}, scr}},
-		{"crop to bottom right pixel", scr, &Rect{1439, 899, 1, 1}, 0, 0, false, Transform{scr, Rect{1439, 899, 1, 1}, Size{1, 1}}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := New(c.screen, c.crop, c.w, c.h, c.fit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != c.want {
-				t.Fatalf("got %+v, want %+v", got, c.want)
-			}
-		})
-	}
-}
+		{"native", scr, nil, 0, 0, false, Transform{scr, Rect{0, 0, 1440, 900}, scr}, ""},
+		{"fit same aspect", scr, nil, 1280, 800, true, Transform{scr, Rect{0, 0, 1440, 900}, Size{1280, 800}}, ""},
+		{"fit 16:9", Size{1920, 1080}, nil, 1280, 800, true, Transform{Size{1920, 1080}, Rect{0, 0, 1920, 1080}, Size{1280, 720}}, ""},
+		{"fit height bound", Size{1000, 1000}, nil, 1280, 800, true, Transform{Size{1000, 1000}, Rect{0, 0, 1000, 1000}, Size{800, 800}}, ""},
+		{"fit never enlarges", Size{800, 600}, nil, 1280, 800, true, Transform{Size{800, 600}, Rect{0, 0, 800, 600}, Size{800, 600}}, ""},
+		{"fit width only", scr, nil, 720, 0, true, Transform{scr, Rect{0, 0, 1440, 900}, Size{720, 450}}, ""},
+		{"fit rounds", Size{1001, 333}, nil, 500, 500, true, Transform{Size{1001, 333}, Rect{0, 0, 1001, 333}, Size{500, 166}}, ""},
+		{"fit tiny keeps a pixel", Size{10000, 10}, nil, 100, 100, true, Transform{Size{10000, 10}, Rect{0, 0, 10000, 10}, Size{100, 1}}, ""},
+		{"exact stretches", scr, nil, 1000, 1000, false, Transform{scr, Rect{0, 0, 1440, 900}, Size{1000, 1000}}, ""},
+		{"exact enlarges", scr, &Rect{10, 20, 100, 50}, 400, 200, false, Transform{scr, Rect{10, 20, 100, 50}, Size{400, 200}}, ""},
+		{"crop native", scr, &Rect{100, 50, 640, 480}, 0, 0, false, Transform{scr, Rect{100, 50, 640, 480}, Size{640, 480}}, ""},
+		{"crop whole screen", scr, &Rect{0, 0, 1440, 900}, 0, 0, true, Transform{scr, Rect{0, 0, 1440, 900}, scr}, ""},
+		{"crop to bottom right pixel", scr, &Rect{1439, 899, 1, 1}, 0, 0, false, Transform{scr, Rect{1439, 899, 1, 1}, Size{1, 1}}, ""},
 
-func TestNewErrors(t *testing.T) {
-	scr := Size{W: 1440, H: 900}
-	cases := []struct {
-		name   string
-		screen Size
-		crop   *Rect
-		w, h   int
-		want   string
-	}{
-		{"empty screen", Size{0, 900}, nil, 0, 0, "screen size 0×900 is empty"},
-		{"negative screen", Size{-1, -1}, nil, 0, 0, "screen size -1×-1 is empty"},
-		{"huge screen", Size{40000, 900}, nil, 0, 0, "exceeds 32767"},
-		{"empty crop", scr, &Rect{10, 10, 0, 5}, 0, 0, "crop 0×5 at (10, 10) is empty"},
-		{"negative crop size", scr, &Rect{10, 10, -5, 5}, 0, 0, "is empty"},
-		{"crop left of screen", scr, &Rect{-1, 0, 10, 10}, 0, 0, "not inside the 1440×900 screen"},
-		{"crop past right", scr, &Rect{1431, 0, 10, 10}, 0, 0, "crop 10×10 at (1431, 0) is not inside"},
-		{"crop past bottom", scr, &Rect{0, 800, 10, 101}, 0, 0, "not inside"},
-		{"crop overflow", scr, &Rect{math.MaxInt, 0, math.MaxInt, 10}, 0, 0, "not inside"},
-		{"negative width", scr, nil, -1, 10, "negative image size -1×10"},
-		{"image too large", scr, nil, 32768, 10, "image size 32768×10 exceeds"},
-		{"image too many pixels", scr, nil, 30000, 30000, "exceeds 67108864 pixels"},
+		{"empty screen", Size{0, 900}, nil, 0, 0, false, Transform{}, "screen size 0×900 is empty"},
+		{"negative screen", Size{-1, -1}, nil, 0, 0, false, Transform{}, "screen size -1×-1 is empty"},
+		{"huge screen", Size{40000, 900}, nil, 0, 0, false, Transform{}, "exceeds 32767"},
+		{"empty crop", scr, &Rect{10, 10, 0, 5}, 0, 0, false, Transform{}, "crop 0×5 at (10, 10) is empty"},
+		{"negative crop size", scr, &Rect{10, 10, -5, 5}, 0, 0, false, Transform{}, "is empty"},
+		{"crop left of screen", scr, &Rect{-1, 0, 10, 10}, 0, 0, false, Transform{}, "not inside the 1440×900 screen"},
+		{"crop past right", scr, &Rect{1431, 0, 10, 10}, 0, 0, false, Transform{}, "crop 10×10 at (1431, 0) is not inside"},
+		{"crop past bottom", scr, &Rect{0, 800, 10, 101}, 0, 0, false, Transform{}, "not inside"},
+		{"crop overflow", scr, &Rect{math.MaxInt, 0, math.MaxInt, 10}, 0, 0, false, Transform{}, "not inside"},
+		{"negative width", scr, nil, -1, 10, false, Transform{}, "negative image size -1×10"},
+		{"image too large", scr, nil, 32768, 10, false, Transform{}, "image size 32768×10 exceeds"},
+		{"image too many pixels", scr, nil, 30000, 30000, false, Transform{}, "exceeds 67108864 pixels"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, fit := range []bool{false, true} {
-				_, err := New(c.screen, c.crop, c.w, c.h, fit)
-				if fit && c.w > 0 {
-					continue // fit shrinks to the crop, so a large bound is fine
+			if c.err == "" {
+				got, err := New(c.screen, c.crop, c.w, c.h, c.fit)
+				if err != nil || got != c.want {
+					t.Fatalf("got %+v, %v; want %+v", got, err, c.want)
 				}
-				if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalid) {
-					t.Fatalf("fit=%v: got %v, want an ErrInvalid containing %q", fit, err, c.want)
+				return
+			}
+			for _, fit := range []bool{false, true} {
+				if fit && c.w > 0 {
+					continue
+				}
+				_, err := New(c.screen, c.crop, c.w, c.h, fit)
+				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrInvalid) {
+					t.Fatalf("fit=%v: got %v, want an ErrInvalid containing %q", fit, err, c.err)
 				}
 			}
 		})
