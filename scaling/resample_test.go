@@ -151,43 +151,62 @@ var filters = []struct {
 	{Triangle, func(src image.Image, w, h int) *image.NRGBA { return imaging.Resize(src, w, h, imaging.Linear) }},
 }
 
-// areaAverage resizes src to w×h in float64, one axis then the other (each
-// rounded to bytes, as the Scaler and imaging do): each output pixel is the
-// mean of the source under its footprint, weighted by the part covered.
+// areaAverage resizes src to w×h in float64 (see resizeAxes): each output
+// pixel is the mean of the source under its footprint, weighted by the part
+// covered.
 func areaAverage(src image.Image, w, h int) *image.NRGBA {
-	sh := src.Bounds().Dy()
-	in := imaging.Clone(src)
+	return resizeAxes(src, w, h, func(c, n int) axisOutput {
+		scale := float64(c) / float64(n)
+		return func(i int, at func(u int) color.NRGBA) (acc [3]float64) {
+			a, e := float64(i)*scale, float64(i+1)*scale
+			for u := int(a); u < c && float64(u) < e; u++ {
+				wt := (math.Min(e, float64(u+1)) - math.Max(a, float64(u))) / scale
+				p := at(u)
+				acc[0] += wt * float64(p.R)
+				acc[1] += wt * float64(p.G)
+				acc[2] += wt * float64(p.B)
+			}
+			return acc
+		}
+	})
+}
+
+// axisOutput computes output i of an axis from the source pixels at(u) of
+// its row or column, unrounded.
+type axisOutput func(i int, at func(u int) color.NRGBA) [3]float64
+
+// resizeAxes resizes src to w×h in float64, one axis then the other, each
+// pass rounded to bytes as the Scaler and imaging do; axis(c, n) computes
+// the outputs of an axis of c source pixels and n outputs.
+func resizeAxes(src image.Image, w, h int, axis func(c, n int) axisOutput) *image.NRGBA {
 	pass := func(in *image.NRGBA, w, h int, horizontal bool) *image.NRGBA {
 		out := image.NewNRGBA(image.Rect(0, 0, w, h))
-		n, m := in.Rect.Dx(), w
+		c, n := in.Rect.Dx(), w
 		if !horizontal {
-			n, m = in.Rect.Dy(), h
+			c, n = in.Rect.Dy(), h
 		}
-		scale := float64(n) / float64(m)
-		for y := range h {
-			for x := range w {
+		output := axis(c, n)
+		var x, y int
+		at := func(u int) color.NRGBA {
+			if horizontal {
+				return in.NRGBAAt(u, y)
+			}
+			return in.NRGBAAt(x, u)
+		}
+		for y = range h {
+			for x = range w {
 				i := x
 				if !horizontal {
 					i = y
 				}
-				a, e := float64(i)*scale, float64(i+1)*scale
-				var acc [3]float64
-				for u := int(a); u < n && float64(u) < e; u++ {
-					wt := (math.Min(e, float64(u+1)) - math.Max(a, float64(u))) / scale
-					p := in.NRGBAAt(u, y)
-					if !horizontal {
-						p = in.NRGBAAt(x, u)
-					}
-					acc[0] += wt * float64(p.R)
-					acc[1] += wt * float64(p.G)
-					acc[2] += wt * float64(p.B)
-				}
-				out.SetNRGBA(x, y, color.NRGBA{uint8(math.Round(acc[0])), uint8(math.Round(acc[1])), uint8(math.Round(acc[2])), 0xff})
+				v := output(i, at)
+				out.SetNRGBA(x, y, color.NRGBA{uint8(math.Round(v[0])), uint8(math.Round(v[1])), uint8(math.Round(v[2])), 0xff})
 			}
 		}
 		return out
 	}
-	return pass(pass(in, w, sh, true), w, h, false)
+	in := imaging.Clone(src)
+	return pass(pass(in, w, in.Rect.Dy(), true), w, h, false)
 }
 
 // nearestOwned returns, for each output of an axis of n pixels from c,
@@ -223,45 +242,27 @@ func nearestOwned(c, n int) [][]int {
 	return owned
 }
 
-// nearestReference resizes src to w×h with the Nearest filter in float64,
-// one axis then the other, each rounded to bytes as the Scaler does. An
-// output owning no pixel (enlarging) shows the pixel its centre falls in.
+// nearestReference resizes src to w×h with the Nearest filter in float64
+// (see resizeAxes). An output owning no pixel (enlarging) shows the pixel
+// its centre falls in.
 func nearestReference(src image.Image, w, h int) *image.NRGBA {
-	in := imaging.Clone(src)
-	pass := func(in *image.NRGBA, w, h int, horizontal bool) *image.NRGBA {
-		out := image.NewNRGBA(image.Rect(0, 0, w, h))
-		c, n := in.Rect.Dx(), w
-		if !horizontal {
-			c, n = in.Rect.Dy(), h
-		}
+	return resizeAxes(src, w, h, func(c, n int) axisOutput {
 		owned := nearestOwned(c, n)
-		for y := range h {
-			for x := range w {
-				i := x
-				if !horizontal {
-					i = y
-				}
-				us := owned[i]
-				if len(us) == 0 {
-					us = []int{toScreen1(i, c, n)}
-				}
-				var acc [3]float64
-				for _, u := range us {
-					p := in.NRGBAAt(u, y)
-					if !horizontal {
-						p = in.NRGBAAt(x, u)
-					}
-					acc[0] += float64(p.R)
-					acc[1] += float64(p.G)
-					acc[2] += float64(p.B)
-				}
-				k := float64(len(us))
-				out.SetNRGBA(x, y, color.NRGBA{uint8(math.Round(acc[0] / k)), uint8(math.Round(acc[1] / k)), uint8(math.Round(acc[2] / k)), 0xff})
+		return func(i int, at func(u int) color.NRGBA) (acc [3]float64) {
+			us := owned[i]
+			if len(us) == 0 {
+				us = []int{toScreen1(i, c, n)}
 			}
+			for _, u := range us {
+				p := at(u)
+				acc[0] += float64(p.R)
+				acc[1] += float64(p.G)
+				acc[2] += float64(p.B)
+			}
+			k := float64(len(us))
+			return [3]float64{acc[0] / k, acc[1] / k, acc[2] / k}
 		}
-		return out
-	}
-	return pass(pass(in, w, in.Rect.Dy(), true), w, h, false)
+	})
 }
 
 // TestNearestShowsTheScreenPixel checks the Nearest filter's promise
