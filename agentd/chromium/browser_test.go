@@ -52,11 +52,16 @@ func openForm(t *testing.T, b *Browser, ctx context.Context, filter browser.Filt
 	t.Helper()
 	srv := browsertest.FormServer(t)
 	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: srv.URL()}))
+	return srv, readPage(t, b, ctx, filter)
+}
+
+func readPage(t *testing.T, b *Browser, ctx context.Context, filter browser.Filter) browser.ReadResult {
+	t.Helper()
 	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: filter})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv, r
+	return r
 }
 
 // refOf finds the ref of the element labelled label.
@@ -106,10 +111,7 @@ func TestFillFormThroughRefs(t *testing.T) {
 	must(t)(b.SelectOption(ctx, browser.SelectOptionArgs{Target: refOf(t, r, "Pickup slot"), Values: []string{"Afternoon"}}))
 	must(t)(b.Click(ctx, browser.ClickArgs{Target: refOf(t, r, "Fragile")}))
 
-	again, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := readPage(t, b, ctx, browser.FilterAll)
 	if refOf(t, again, "Name") != name {
 		t.Errorf("the same control got a new ref within one document")
 	}
@@ -170,10 +172,7 @@ func TestStaleRefAfterNavigation(t *testing.T) {
 		t.Errorf("state %+v (%v), want the form still shown", st, err)
 	}
 	// The new document's refs work.
-	r, err = b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = readPage(t, b, ctx, browser.FilterAll)
 	if refOf(t, r, "Submit") == submit {
 		t.Errorf("a new document reused ref %q", submit)
 	}
@@ -263,10 +262,7 @@ const guardedPage = `<!doctype html><title>Guarded</title>
 func TestReplacedOrCoveredControlRefused(t *testing.T) {
 	b, ctx := start(t)
 	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: servePage(t, guardedPage)}))
-	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := readPage(t, b, ctx, browser.FilterAll)
 	pay, under := refOf(t, r, "Pay"), refOf(t, r, "Under")
 	eval[bool](t, b, ctx, `(() => { const n = document.createElement("button"); n.textContent = "Pay";
 		n.onclick = () => hits.push("new"); document.getElementById("slot").replaceChildren(n); return true; })()`)
@@ -282,10 +278,7 @@ func TestReplacedOrCoveredControlRefused(t *testing.T) {
 		t.Errorf("clicked %v, want nothing", hits)
 	}
 	// After a new read, the new button is clicked, and only it.
-	r, err = b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = readPage(t, b, ctx, browser.FilterAll)
 	must(t)(b.Click(ctx, browser.ClickArgs{Target: refOf(t, r, "Pay")}))
 	if hits := eval[[]string](t, b, ctx, `hits`); len(hits) != 1 || hits[0] != "new" {
 		t.Errorf("clicked %v, want [new]", hits)
@@ -297,10 +290,7 @@ func TestReplacedOrCoveredControlRefused(t *testing.T) {
 func TestPrivateValuesNotReported(t *testing.T) {
 	b, ctx := start(t)
 	must(t)(b.Navigate(ctx, browser.NavigateArgs{URL: servePage(t, guardedPage)}))
-	r, err := b.ReadPage(ctx, browser.ReadPageArgs{Filter: browser.FilterAll})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := readPage(t, b, ctx, browser.FilterAll)
 	values := map[string]*string{}
 	for _, e := range r.Read.Elements {
 		values[e.Label] = e.Value

@@ -376,16 +376,23 @@ func selectOptions(ctx context.Context, s *chromedp.Target, n *accessibility.Nod
 	return out, nil
 }
 
-// ReadPage reads the page's visible text and controls.
-func (b *Browser) ReadPage(ctx context.Context, args browser.ReadPageArgs) (browser.ReadResult, error) {
+// readTab reads the tab tabID names (nil: the active one), reporting what
+// the browser refused meanwhile.
+func (b *Browser) readTab(ctx context.Context, tabID *string, filter browser.Filter, withElements bool) (browser.BrowserReadV1, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t, err := b.tabFor(ctx, args.TabID)
+	t, err := b.tabFor(ctx, tabID)
 	if err != nil {
-		return browser.ReadResult{}, err
+		return browser.BrowserReadV1{}, err
 	}
-	r, err := b.read(ctx, t, args.Filter, true)
-	if err = b.report(ctx, err); err != nil {
+	r, err := b.read(ctx, t, filter, withElements)
+	return r, b.report(ctx, err)
+}
+
+// ReadPage reads the page's visible text and controls.
+func (b *Browser) ReadPage(ctx context.Context, args browser.ReadPageArgs) (browser.ReadResult, error) {
+	r, err := b.readTab(ctx, args.TabID, args.Filter, true)
+	if err != nil {
 		return browser.ReadResult{}, err
 	}
 	return browser.StructuredRead(r), nil
@@ -393,14 +400,8 @@ func (b *Browser) ReadPage(ctx context.Context, args browser.ReadPageArgs) (brow
 
 // GetPageText reads the page's visible text.
 func (b *Browser) GetPageText(ctx context.Context, args browser.GetPageTextArgs) (browser.ReadResult, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, err := b.tabFor(ctx, args.TabID)
+	r, err := b.readTab(ctx, args.TabID, browser.FilterAll, false)
 	if err != nil {
-		return browser.ReadResult{}, err
-	}
-	r, err := b.read(ctx, t, browser.FilterAll, false)
-	if err = b.report(ctx, err); err != nil {
 		return browser.ReadResult{}, err
 	}
 	return browser.StructuredRead(r), nil
@@ -409,14 +410,8 @@ func (b *Browser) GetPageText(ctx context.Context, args browser.GetPageTextArgs)
 // Find reports the controls whose label or value contains the query and
 // the lines of visible text that do, case-insensitively.
 func (b *Browser) Find(ctx context.Context, args browser.FindArgs) (browser.ReadResult, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, err := b.tabFor(ctx, args.TabID)
+	r, err := b.readTab(ctx, args.TabID, browser.FilterAll, true)
 	if err != nil {
-		return browser.ReadResult{}, err
-	}
-	r, err := b.read(ctx, t, browser.FilterAll, true)
-	if err = b.report(ctx, err); err != nil {
 		return browser.ReadResult{}, err
 	}
 	q := strings.ToLower(args.Query)
