@@ -117,6 +117,16 @@ func firstRef(t *testing.T, ts *browser.BrowserToolset, label string) string {
 	return ref
 }
 
+// clickGo navigates the active tab to url, which must load, and clicks the
+// page's Go.
+func clickGo(t *testing.T, ts *browser.BrowserToolset, url string) output {
+	t.Helper()
+	if o := call(t, ts, "navigate", map[string]any{"url": url, "tab_id": nil}); !o.OK {
+		t.Fatalf("navigate %s: %+v", url, o)
+	}
+	return call(t, ts, "click", map[string]any{"target": firstRef(t, ts, "Go"), "tab_id": nil})
+}
+
 // awaitRefusal returns the first error that names origin, from o or from
 // the calls that follow it (a refusal after a call ended, as a pop-up's
 // or a timer's, is reported by the next call).
@@ -141,33 +151,24 @@ func TestBrowserPolicyRefusesEveryWayOut(t *testing.T) {
 	b := startRecorder(t)
 	a := allowedOrigin(t, b.srv.URL)
 	ts := policyGuest(t, a)
-	click := func(label string) func() output {
-		return func() output {
-			return call(t, ts, "click", map[string]any{"target": firstRef(t, ts, label), "tab_id": nil})
-		}
-	}
-	navigate := func(path string) output {
-		return call(t, ts, "navigate", map[string]any{"url": a + path, "tab_id": nil})
-	}
 	for _, c := range []struct {
 		name, page string
-		act        func() output // nil: loading the page is the attack
+		clickGo    bool // false: loading the page is the attack
 	}{
-		{"redirect", "/redirect", nil},
-		{"meta refresh", "/meta", nil},
-		{"location script", "/location", nil},
-		{"link", "/link", click("Go")},
-		{"target _blank", "/blank", click("Go")},
-		{"window.open", "/open", click("Go")},
-		{"form post", "/form", click("Go")},
+		{"redirect", "/redirect", false},
+		{"meta refresh", "/meta", false},
+		{"location script", "/location", false},
+		{"link", "/link", true},
+		{"target _blank", "/blank", true},
+		{"window.open", "/open", true},
+		{"form post", "/form", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			o := navigate(c.page)
-			if c.act != nil {
-				if !o.OK {
-					t.Fatalf("navigate %s: %+v", c.page, o)
-				}
-				o = c.act()
+			var o output
+			if c.clickGo {
+				o = clickGo(t, ts, a+c.page)
+			} else {
+				o = call(t, ts, "navigate", map[string]any{"url": a + c.page, "tab_id": nil})
 			}
 			msg := awaitRefusal(t, ts, o, b.srv.URL)
 			if !strings.Contains(msg, "not an allowed origin") {
@@ -203,11 +204,7 @@ func TestBrowserPolicyDownloadRefused(t *testing.T) {
 	b := startRecorder(t)
 	a := allowedOrigin(t, b.srv.URL)
 	ts := policyGuest(t, a)
-	if o := call(t, ts, "navigate", map[string]any{"url": a + "/download", "tab_id": nil}); !o.OK {
-		t.Fatalf("navigate: %+v", o)
-	}
-	o := call(t, ts, "click", map[string]any{"target": firstRef(t, ts, "Go"), "tab_id": nil})
-	msg := awaitRefusal(t, ts, o, "download")
+	msg := awaitRefusal(t, ts, clickGo(t, ts, a+"/download"), "download")
 	if !strings.Contains(msg, a) {
 		t.Errorf("error %q: want the download's origin %s", msg, a)
 	}
@@ -236,11 +233,7 @@ func TestBrowserPolicyPopupDoesNotStall(t *testing.T) {
 	b := startRecorder(t)
 	a := allowedOrigin(t, b.srv.URL)
 	ts := policyGuest(t, a)
-	if o := call(t, ts, "navigate", map[string]any{"url": a + "/popup", "tab_id": nil}); !o.OK {
-		t.Fatalf("navigate: %+v", o)
-	}
-	o := call(t, ts, "click", map[string]any{"target": firstRef(t, ts, "Go"), "tab_id": nil})
-	if !o.OK {
+	if o := clickGo(t, ts, a+"/popup"); !o.OK {
 		t.Fatalf("click that opens the pop-up: %+v", o)
 	}
 	var popup string
