@@ -1,9 +1,7 @@
 package agentd
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,29 +19,19 @@ import (
 // order. When the connection ends while it holds the lease, the lease stays
 // held (orphaned) and every key and button is released.
 func (s *Server) serveOperate(w http.ResponseWriter, r *http.Request) {
-	if code, msg := s.authorize(r); code != 0 {
-		s.cfg.Logf("refused %s from %s: %s", r.URL.Path, r.RemoteAddr, msg)
-		http.Error(w, msg, code)
+	if !s.authorized(w, r) {
 		return
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.OperateSubprotocol}})
-	if err != nil {
-		s.cfg.Logf("operate: websocket upgrade failed: %v", err)
+	conn := s.upgrade(w, r, wire.OperateSubprotocol, "operate: ")
+	if conn == nil {
 		return
 	}
-	if conn.Subprotocol() != wire.OperateSubprotocol {
-		conn.Close(websocket.StatusPolicyViolation, "unsupported protocol: want "+wire.OperateSubprotocol)
-		return
-	}
-	if !s.ops.enter() {
-		conn.Close(websocket.StatusTryAgainLater, fmt.Sprintf("busy: %d operators are connected", wire.MaxOperators))
+	if !s.ops.enter(conn) {
 		return
 	}
 	defer s.ops.leave()
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.connContext(r)
 	defer cancel()
-	stop := context.AfterFunc(s.base, cancel)
-	defer stop()
 	conn.SetReadLimit(wire.MaxRequestBytes)
 
 	op := &operator{}
@@ -100,14 +88,8 @@ func (s *Server) serveOperate(w http.ResponseWriter, r *http.Request) {
 // operate serves one operator request.
 func (s *Server) operate(ctx context.Context, op *operator, data []byte) wire.OperatorReply {
 	var req wire.OperatorRequest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var idOnly struct {
-			ID uint64 `json:"id"`
-		}
-		_ = json.Unmarshal(data, &idOnly)
-		return s.operatorError(op, idOnly.ID, wire.CodeBadRequest, "malformed request: "+err.Error())
+	if err := decodeStrict(data, &req); err != nil {
+		return s.operatorError(op, messageID(data), wire.CodeBadRequest, "malformed request: "+err.Error())
 	}
 	if req.ID == 0 {
 		return s.operatorError(op, 0, wire.CodeBadRequest, "request needs a non-zero id")

@@ -160,7 +160,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logf = func(string, ...any) {}
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), idle: closedChan()}
-	s.watch.max, s.ops.max = wire.MaxWatchers, wire.MaxOperators
+	s.watch.role, s.watch.max = "watchers", wire.MaxWatchers
+	s.ops.role, s.ops.max = "operators", wire.MaxOperators
 	s.base, s.stopAll = context.WithCancel(context.Background())
 	s.mux.HandleFunc("/healthz", s.serveHealth)
 	s.mux.HandleFunc("/v1", s.serveSession)
@@ -223,8 +224,19 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, `{"ok":true}`+"\n")
 }
 
-// authorize checks everything that must hold before the websocket upgrade.
-// The token comparison runs in constant time.
+// authorized checks everything that must hold before the websocket
+// upgrade; when something does not, it answers r with why (and logs it).
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if code, msg := s.authorize(r); code != 0 {
+		s.cfg.Logf("refused %s from %s: %s", r.URL.Path, r.RemoteAddr, msg)
+		http.Error(w, msg, code)
+		return false
+	}
+	return true
+}
+
+// authorize is authorized's check: the status and message of a refusal,
+// or 0. The token comparison runs in constant time.
 func (s *Server) authorize(r *http.Request) (int, string) {
 	if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
 		return http.StatusForbidden, "browser-origin requests are refused"
@@ -243,27 +255,44 @@ func (s *Server) authorize(r *http.Request) (int, string) {
 	return 0, ""
 }
 
+// upgrade upgrades an authorized r to a WebSocket connection speaking
+// protocol. Origin is already refused by authorize, so nothing browser-like
+// gets here and the origin check stays on. On a failure it has answered r
+// or closed the connection, logged with logPrefix, and returns nil.
+func (s *Server) upgrade(w http.ResponseWriter, r *http.Request, protocol, logPrefix string) *websocket.Conn {
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{protocol}})
+	if err != nil {
+		s.cfg.Logf("%swebsocket upgrade failed: %v", logPrefix, err)
+		return nil
+	}
+	if conn.Subprotocol() != protocol {
+		conn.Close(websocket.StatusPolicyViolation, "unsupported protocol: want "+protocol)
+		return nil
+	}
+	return conn
+}
+
+// connContext is the context of a connection's requests: it ends with the
+// request or when the server shuts down (s.base). cancel releases it.
+func (s *Server) connContext(r *http.Request) (ctx context.Context, cancel func()) {
+	ctx, cancelCtx := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.base, cancelCtx)
+	return ctx, func() {
+		stop()
+		cancelCtx()
+	}
+}
+
 // handoverWait is how long a new controller waits for the previous one's
 // session to finish ending before it is told "busy".
 const handoverWait = time.Second
 
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
-	if code, msg := s.authorize(r); code != 0 {
-		s.cfg.Logf("refused %s from %s: %s", r.URL.Path, r.RemoteAddr, msg)
-		http.Error(w, msg, code)
+	if !s.authorized(w, r) {
 		return
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		Subprotocols: []string{wire.Subprotocol},
-		// Origin is already refused above; nothing browser-like gets here.
-		InsecureSkipVerify: false,
-	})
-	if err != nil {
-		s.cfg.Logf("websocket upgrade failed: %v", err)
-		return
-	}
-	if conn.Subprotocol() != wire.Subprotocol {
-		conn.Close(websocket.StatusPolicyViolation, "unsupported protocol: want "+wire.Subprotocol)
+	conn := s.upgrade(w, r, wire.Subprotocol, "")
+	if conn == nil {
 		return
 	}
 	conn.SetReadLimit(wire.MaxRequestBytes)
@@ -305,10 +334,8 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		close(done)
 		s.mu.Unlock()
 	}()
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.connContext(r)
 	defer cancel()
-	stop := context.AfterFunc(s.base, cancel)
-	defer stop()
 	newSession(s, conn).run(ctx)
 }
 

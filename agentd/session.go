@@ -166,21 +166,31 @@ func failedIndex(err error) int {
 	return -1
 }
 
-func decodeRequest(data []byte) (request, error) {
-	var raw wire.Request
+// decodeStrict decodes a request message into v, refusing unknown fields.
+func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		// Keep the id if the message had one, so the client can match the error.
-		var idOnly struct {
-			ID uint64 `json:"id"`
-		}
-		_ = json.Unmarshal(data, &idOnly)
+	return dec.Decode(v)
+}
+
+// messageID is the id of a message that did not decode, if it had one, so
+// the client can match the error to its request.
+func messageID(data []byte) uint64 {
+	var idOnly struct {
+		ID uint64 `json:"id"`
+	}
+	_ = json.Unmarshal(data, &idOnly)
+	return idOnly.ID
+}
+
+func decodeRequest(data []byte) (request, error) {
+	var raw wire.Request
+	if err := decodeStrict(data, &raw); err != nil {
 		var ae *actions.Error
 		if errors.As(err, &ae) {
-			return request{id: idOnly.ID}, &indexError{ae.Index, ae.Err}
+			return request{id: messageID(data)}, &indexError{ae.Index, ae.Err}
 		}
-		return request{id: idOnly.ID}, fmt.Errorf("malformed request: %w", err)
+		return request{id: messageID(data)}, fmt.Errorf("malformed request: %w", err)
 	}
 	req := request{id: raw.ID, op: raw.Op, view: raw.View}
 	if raw.ID == 0 {

@@ -20,18 +20,20 @@ import (
 // max at a time. They never touch the controller slot: they and the
 // controller are served side by side.
 type conns struct {
-	max int
-	mu  sync.Mutex
-	n   int
-	wg  sync.WaitGroup
+	role string // "watchers", "operators": for the busy message
+	max  int
+	mu   sync.Mutex
+	n    int
+	wg   sync.WaitGroup
 }
 
-// enter counts a new connection in; false, counting nothing, when max are
-// already in.
-func (c *conns) enter() bool {
+// enter counts conn in; when max are already in, it closes conn as busy
+// and returns false, counting nothing.
+func (c *conns) enter(conn *websocket.Conn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n >= c.max {
+		conn.Close(websocket.StatusTryAgainLater, fmt.Sprintf("busy: %d %s are connected", c.max, c.role))
 		return false
 	}
 	c.n++
@@ -89,9 +91,7 @@ func watchOptions(r *http.Request) (fps, width, height int, err error) {
 // serveWatch serves one watcher: frames of the screen when it changes, at
 // most fps a second, and nothing else. Whatever the watcher sends ends it.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
-	if code, msg := s.authorize(r); code != 0 {
-		s.cfg.Logf("refused %s from %s: %s", r.URL.Path, r.RemoteAddr, msg)
-		http.Error(w, msg, code)
+	if !s.authorized(w, r) {
 		return
 	}
 	fps, width, height, err := watchOptions(r)
@@ -99,24 +99,16 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.WatchSubprotocol}})
-	if err != nil {
-		s.cfg.Logf("watch: websocket upgrade failed: %v", err)
+	conn := s.upgrade(w, r, wire.WatchSubprotocol, "watch: ")
+	if conn == nil {
 		return
 	}
-	if conn.Subprotocol() != wire.WatchSubprotocol {
-		conn.Close(websocket.StatusPolicyViolation, "unsupported protocol: want "+wire.WatchSubprotocol)
-		return
-	}
-	if !s.watch.enter() {
-		conn.Close(websocket.StatusTryAgainLater, fmt.Sprintf("busy: %d watchers are connected", wire.MaxWatchers))
+	if !s.watch.enter(conn) {
 		return
 	}
 	defer s.watch.leave()
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.connContext(r)
 	defer cancel()
-	stop := context.AfterFunc(s.base, cancel)
-	defer stop()
 	// The limit makes any message small; it is refused anyway.
 	conn.SetReadLimit(1 << 10)
 
