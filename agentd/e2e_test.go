@@ -40,14 +40,7 @@ type desktop struct {
 func newDesktop(tb testing.TB) *desktop {
 	tb.Helper()
 	d := newDesktopServer(tb, 1440, 900, tb.Logf)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := guest.Dial(ctx, d.addr, testToken)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close() })
-	d.client = c
+	d.client = dial(tb, d.addr)
 	return d
 }
 

@@ -19,7 +19,7 @@ import (
 // on.
 func TestGatedBatchAsksImmediatelyBeforeEachStep(t *testing.T) {
 	f := newFixture(t, nil)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	call := []actions.Action{
 		{Type: actions.Move, X: 1, Y: 1},
 		{Type: actions.Click, X: 2, Y: 2},
@@ -75,7 +75,7 @@ func TestGatedBatchAsksImmediatelyBeforeEachStep(t *testing.T) {
 // screenshot and the coordinates of the next call.
 func TestBatchViewAppliesFromItsScreenshot(t *testing.T) {
 	f := newFixture(t, nil)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	c.SetView(wire.View{Width: 100, Height: 50})
 	click := []actions.Action{{Type: actions.Click, X: 10, Y: 10}}
 	shot, err := c.Run(ctx5(t), click, computer.Hooks{})

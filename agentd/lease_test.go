@@ -49,6 +49,16 @@ func await(c *guest.Client) chan awaited {
 	return res
 }
 
+// stillWaiting fails t if the wait for the hand back has ended.
+func stillWaiting(t *testing.T, back chan awaited, when string) {
+	t.Helper()
+	select {
+	case r := <-back:
+		t.Fatalf("the wait ended %s: %+v", when, r)
+	default:
+	}
+}
+
 // While a person holds the desktop, every request of the model but the
 // wait for the hand back is refused with nothing done, and nothing is
 // queued: after the hand back the refused action has still not run. A
@@ -56,7 +66,7 @@ func await(c *guest.Client) chan awaited {
 // back; the holder's own second take is no error.
 func TestLeaseRefusesTheModelUntilHandedBack(t *testing.T) {
 	f := newFixture(t, nil)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	if _, err := c.Screenshot(ctx5(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +123,7 @@ func TestLeaseRefusesTheModelUntilHandedBack(t *testing.T) {
 	if _, err := person.Input(ctx5(t), actions.Action{Type: actions.Click, X: 200, Y: 5, Button: actions.Left}); code(err) != wire.CodeBadRequest {
 		t.Fatalf("a click off the screen: %v", err)
 	}
-	select {
-	case r := <-back:
-		t.Fatalf("the wait ended while the desktop was held: %+v", r)
-	default:
-	}
+	stillWaiting(t, back, "while the desktop was held")
 	if err := person.HandBack(ctx5(t), "I logged in for you ✓"); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +166,7 @@ func TestLeaseRefusesTheModelUntilHandedBack(t *testing.T) {
 // orphaned lease and hand it back, which ends the wait.
 func TestLeaseOfADisconnectedOperatorStaysHeld(t *testing.T) {
 	f := newFixture(t, nil)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	person := f.operate(t)
 	if err := person.Take(ctx5(t), "the console"); err != nil {
 		t.Fatal(err)
@@ -189,11 +195,7 @@ func TestLeaseOfADisconnectedOperatorStaysHeld(t *testing.T) {
 	if _, err := later.Input(ctx5(t), actions.Action{Type: actions.Move, X: 1, Y: 1}); code(err) != wire.CodeNotHolding {
 		t.Fatalf("input before taking the orphaned lease: %v", err)
 	}
-	select {
-	case r := <-back:
-		t.Fatalf("the wait ended when the holder left: %+v", r)
-	default:
-	}
+	stillWaiting(t, back, "when the holder left")
 	if err := later.Take(ctx5(t), "the console"); err != nil {
 		t.Fatalf("taking the orphaned lease: %v", err)
 	}
@@ -278,7 +280,7 @@ func TestHandbackBelongsToItsSession(t *testing.T) {
 	}
 
 	// Session A ends while the desktop is taken; the hand back comes after.
-	a := f.dial(t)
+	a := dial(t, f.addr)
 	// A call first: the dial returns at the handshake, before agentd has
 	// made the session its controller, and a take over only tells that one.
 	if _, err := a.Screenshot(ctx5(t)); err != nil {
@@ -301,7 +303,7 @@ func TestHandbackBelongsToItsSession(t *testing.T) {
 	}
 
 	// Session B: A's hand back neither blocks it nor reaches it; its own does.
-	b := f.dial(t)
+	b := dial(t, f.addr)
 	if _, err := b.Screenshot(ctx5(t)); err != nil {
 		t.Fatalf("a new session's screenshot after an earlier session's hand back: %v", err)
 	}
@@ -342,7 +344,7 @@ func TestHandbackBelongsToItsSession(t *testing.T) {
 	if !strings.Contains(logs.String(), "1 hand back(s) of the desktop this session never collected are dropped") {
 		t.Errorf("no log line for the uncollected hand back:\n%s", logs.String())
 	}
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	if hb, err := c.AwaitHandback(ctx5(t)); err != nil || hb.Leases != 0 || len(hb.Notes) != 0 {
 		t.Fatalf("session C collected %+v (%v): another session's hand back", hb, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/executor"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/poll"
 	"github.com/agentd-dev/agentd/scaling"
 )
@@ -154,16 +155,10 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 	return f
 }
 
-func (f *fixture) dial(t *testing.T) *guest.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := guest.Dial(ctx, f.addr, testToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+// dial connects a controller to the agentd at addr, until the test ends.
+func dial(tb testing.TB, addr string) *guest.Client {
+	tb.Helper()
+	return agentdtest.Dial(tb, addr, testToken)
 }
 
 func ctx5(t *testing.T) context.Context {
@@ -204,7 +199,7 @@ func TestAuthRefusedBeforeUpgrade(t *testing.T) {
 		})
 	}
 	// The daemon still serves the rightful controller.
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	if h := c.Hello(); h.Screen.W != 200 || h.Screen.H != 100 || h.Version != wire.Version {
 		t.Fatalf("hello = %+v", h)
 	}
@@ -223,7 +218,7 @@ func TestGuestClientErrorsNameRefusal(t *testing.T) {
 
 func TestBatchRunsInOrderWithProgressAndScreenshot(t *testing.T) {
 	f := newFixture(t, nil)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	batch := []actions.Action{
 		{Type: actions.Click, X: 10, Y: 20, Button: actions.Right},
 		{Type: actions.TypeText, Text: "héllo"},
@@ -252,7 +247,7 @@ func TestBatchRunsInOrderWithProgressAndScreenshot(t *testing.T) {
 
 func TestFailedActionStopsBatch(t *testing.T) {
 	f := newFixture(t, nil)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	_, err := c.Batch(ctx5(t), []actions.Action{
 		{Type: actions.Move, X: 1, Y: 1},
 		{Type: actions.TypeText, Text: "fail"},
@@ -273,7 +268,7 @@ func TestFailedActionStopsBatch(t *testing.T) {
 
 func TestBadInputIsRefusedAndSessionKeepsServing(t *testing.T) {
 	f := newFixture(t, nil)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	cases := []struct {
 		name  string
 		batch []actions.Action
@@ -401,7 +396,7 @@ func TestOversizedMessageClosesAndDaemonKeepsServing(t *testing.T) {
 
 func TestSecondControllerIsBusy(t *testing.T) {
 	f := newFixture(t, nil)
-	first := f.dial(t)
+	first := dial(t, f.addr)
 	_, err := guest.Dial(ctx5(t), f.addr, testToken)
 	if err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Fatalf("second controller: %v", err)
@@ -433,7 +428,7 @@ func (f *fixture) dialEventually(t *testing.T) *guest.Client { return dialEventu
 func TestCancelStopsRunningActionAndReleases(t *testing.T) {
 	f := newFixture(t, nil)
 	f.exec.started = make(chan actions.Action, 4)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -472,7 +467,7 @@ func TestDroppedConnectionCancelsAndReleases(t *testing.T) {
 
 func TestViewScalesAndCropsCoordinates(t *testing.T) {
 	f := newFixture(t, nil)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	// Crop the right half (blue) and show it at half size.
 	c.SetView(wire.View{Crop: &scaling.Rect{X: 100, Y: 0, W: 100, H: 100}, Width: 50, Height: 50})
 	shot, err := c.Screenshot(ctx5(t))
@@ -524,7 +519,7 @@ func TestHealthz(t *testing.T) {
 func TestBusyClientCall(t *testing.T) {
 	f := newFixture(t, nil)
 	f.exec.started = make(chan actions.Action, 4)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.Type(ctx, "block")
@@ -536,7 +531,7 @@ func TestBusyClientCall(t *testing.T) {
 
 func TestScrollAmountsScaleWithTheView(t *testing.T) {
 	f := newFixture(t, nil)
-	c := f.dial(t)
+	c := dial(t, f.addr)
 	c.SetView(wire.View{Width: 100, Height: 50}) // half the 200×100 screen
 	if _, err := c.Screenshot(ctx5(t)); err != nil {
 		t.Fatal(err)

@@ -119,11 +119,7 @@ func TestWatcherInputIsRefused(t *testing.T) {
 		}
 	}
 	// A controller then clicks normally: the recorder sees real input.
-	c, err := guest.Dial(ctx, d.addr, testToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, d.addr)
 	if _, err := c.Click(ctx, 10, 10, actions.Left); err != nil {
 		t.Fatal(err)
 	}

@@ -80,13 +80,7 @@ func startAgentdFull(t *testing.T, w, h int, asUser bool, env []string, args ...
 	cmd.Env = append(append(os.Environ(), "AGENTD_TOKEN="+testToken), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	addr, logs := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := guest.Dial(ctx, addr, testToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := agentdtest.Dial(t, addr, testToken)
 	return &desk{x: x, rec: rec, client: c, log: logs, pid: cmd.Process.Pid, addr: addr}
 }
 

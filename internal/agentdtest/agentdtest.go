@@ -1,9 +1,11 @@
 // Package agentdtest helps tests that run the real agentd binary: where to
-// find it, starting it until it listens, and a buffer its output can be
-// written to while a test reads.
+// find it, starting it until it listens, a buffer its output can be
+// written to while a test reads, and dialling it (or an agentd server in
+// the test) as its controller.
 package agentdtest
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/syncbuf"
 )
@@ -54,6 +57,21 @@ func program(t testing.TB, name, dir string) string {
 		prereq.Missing(t, prereq.X, "build %s (cgo, X11 headers: make deps): %v\n%s", name, err, out)
 	}
 	return p
+}
+
+// Dial connects a controller to the agentd at addr with token; it is
+// closed when the test ends. The dial may take 30 s: under load an agentd
+// that has just started can be slow to answer.
+func Dial(t testing.TB, addr, token string) *guest.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := guest.Dial(ctx, addr, token)
+	if err != nil {
+		t.Fatalf("dial agentd at %s: %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // SyncBuffer is a bytes.Buffer that a process's output and the test can

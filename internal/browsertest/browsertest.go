@@ -4,7 +4,6 @@
 package browsertest
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,14 +39,7 @@ func StartGuest(t *testing.T) *guest.Client {
 		args = append(args, "--browser-user", "nobody")
 	}
 	addr, _ := agentdtest.Start(t, exec.Command(bin, args...), addrFile, time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := guest.Dial(ctx, addr, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return agentdtest.Dial(t, addr, token)
 }
 
 // FormServer serves the pickup form on loopback; its records go to a
