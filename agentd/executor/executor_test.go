@@ -289,41 +289,54 @@ func TestReleaseFailureKeptForReleaseAll(t *testing.T) {
 	}
 }
 
-func TestCancelMidType(t *testing.T) {
-	ex, in, _ := newTestExecutor(Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	in.OnCall(func(n int, c input.Call) {
-		if n == 4 { // PrepareText and 3 characters
-			cancel()
-		}
-	})
-	_, err := ex.Do(ctx, actions.Action{Type: actions.TypeText, Text: "abcdef"})
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "after 3 of 6 characters") {
-		t.Fatalf("err = %v, want cancelled after 3 of 6", err)
-	}
-	if got := len(in.Calls()); got != 4 {
-		t.Errorf("%d calls, want 4", got)
-	}
-}
-
-// TestCancelWhilePreparingType: a cancel during PrepareText (its wait for
-// the applications) types nothing.
-func TestCancelWhilePreparingType(t *testing.T) {
-	ex, in, _ := newTestExecutor(Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	in.OnCall(func(n int, c input.Call) {
-		if c.Op == "PrepareText" {
-			cancel()
-		}
-	})
-	_, err := ex.Do(ctx, actions.Action{Type: actions.TypeText, Text: "ab"})
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "after 0 of 2 characters") {
-		t.Fatalf("err = %v, want cancelled after 0 of 2", err)
-	}
-	if got, want := in.Strings(), []string{`PrepareText("ab")`}; !reflect.DeepEqual(got, want) {
-		t.Errorf("calls = %q, want %q", got, want)
+// TestCancelMidAction: a cancel during an action stops it at once, with
+// what it pressed released; during PrepareText (its wait for the
+// applications) nothing is typed.
+func TestCancelMidAction(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		action actions.Action
+		// cancelAt says, for the nth call, whether to cancel during it.
+		cancelAt func(n int, c input.Call) bool
+		err      string // in the error, beside context.Canceled
+		calls    []string
+	}{
+		{
+			"type", actions.Action{Type: actions.TypeText, Text: "abcdef"},
+			func(n int, _ input.Call) bool { return n == 4 }, // PrepareText and 3 characters
+			"after 3 of 6 characters",
+			[]string{`PrepareText("abcdef")`, "TypeRune('a')", "TypeRune('b')", "TypeRune('c')"},
+		},
+		{
+			"preparing type", actions.Action{Type: actions.TypeText, Text: "ab"},
+			func(_ int, c input.Call) bool { return c.Op == "PrepareText" },
+			"after 0 of 2 characters",
+			[]string{`PrepareText("ab")`},
+		},
+		{
+			"drag", actions.Action{Type: actions.Drag, Path: []actions.Point{{X: 0, Y: 0}, {X: 10, Y: 0}, {X: 20, Y: 0}}, Keys: []string{"ctrl"}},
+			func(_ int, c input.Call) bool { return c.String() == "MoveTo(10,0)" },
+			"",
+			[]string{"ScreenSize", "MoveTo(0,0)", "KeyDown(Control_L)", "ButtonDown(left)", "MoveTo(10,0)", "ButtonUp(left)", "KeyUp(Control_L)"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex, in, _ := newTestExecutor(Options{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			in.OnCall(func(n int, c input.Call) {
+				if tc.cancelAt(n, c) {
+					cancel()
+				}
+			})
+			_, err := ex.Do(ctx, tc.action)
+			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err = %v, want context.Canceled saying %q", err, tc.err)
+			}
+			if got := in.Strings(); !reflect.DeepEqual(got, tc.calls) {
+				t.Errorf("calls:\n got %q\nwant %q", got, tc.calls)
+			}
+		})
 	}
 }
 
@@ -336,26 +349,6 @@ func TestPrepareFailureTypesNothing(t *testing.T) {
 	}
 	if got := len(in.Calls()); got != 1 {
 		t.Errorf("%d calls, want 1", got)
-	}
-}
-
-func TestCancelMidDrag(t *testing.T) {
-	ex, in, _ := newTestExecutor(Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	in.OnCall(func(n int, c input.Call) {
-		if c.String() == "MoveTo(10,0)" {
-			cancel()
-		}
-	})
-	_, err := ex.Do(ctx, actions.Action{Type: actions.Drag, Path: []actions.Point{{X: 0, Y: 0}, {X: 10, Y: 0}, {X: 20, Y: 0}}, Keys: []string{"ctrl"}})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	want := []string{"ScreenSize", "MoveTo(0,0)", "KeyDown(Control_L)", "ButtonDown(left)", "MoveTo(10,0)",
-		"ButtonUp(left)", "KeyUp(Control_L)"}
-	if got := in.Strings(); !reflect.DeepEqual(got, want) {
-		t.Errorf("calls:\n got %q\nwant %q", got, want)
 	}
 }
 
