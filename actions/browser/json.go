@@ -113,88 +113,86 @@ func (p *jsonParser) literal(word string) bool {
 }
 
 func (p *jsonParser) object(depth int) (jsonValue, error) {
-	if depth > maxJSONDepth {
-		return jsonValue{}, p.errorf("nested deeper than %d levels", maxJSONDepth)
-	}
-	p.pos++ // {
 	v := jsonValue{kind: jsonObject}
-	p.space()
-	if p.pos < len(p.data) && p.data[p.pos] == '}' {
-		p.pos++
-		return v, nil
-	}
 	seen := map[string]bool{}
-	for {
-		p.space()
+	err := p.members(depth, '}', "an object", func() error {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return jsonValue{}, p.errorf("expected a field name")
+			return p.errorf("expected a field name")
 		}
 		key, err := p.string()
 		if err != nil {
-			return jsonValue{}, err
+			return err
 		}
 		if seen[key] {
-			return jsonValue{}, p.errorf("duplicate field %q", key)
+			return p.errorf("duplicate field %q", key)
 		}
 		seen[key] = true
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return jsonValue{}, p.errorf("expected ':' after field %q", key)
+			return p.errorf("expected ':' after field %q", key)
 		}
 		p.pos++
 		p.space()
 		val, err := p.value(depth)
 		if err != nil {
-			return jsonValue{}, err
+			return err
 		}
 		v.keys = append(v.keys, key)
 		v.vals = append(v.vals, val)
-		p.space()
-		if p.pos >= len(p.data) {
-			return jsonValue{}, p.errorf("unexpected end of input in an object")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			return v, nil
-		default:
-			return jsonValue{}, p.errorf("expected ',' or '}' in an object")
-		}
+		return nil
+	})
+	if err != nil {
+		return jsonValue{}, err
 	}
+	return v, nil
 }
 
 func (p *jsonParser) array(depth int) (jsonValue, error) {
-	if depth > maxJSONDepth {
-		return jsonValue{}, p.errorf("nested deeper than %d levels", maxJSONDepth)
-	}
-	p.pos++ // [
 	v := jsonValue{kind: jsonArray}
+	err := p.members(depth, ']', "an array", func() error {
+		item, err := p.value(depth)
+		if err != nil {
+			return err
+		}
+		v.items = append(v.items, item)
+		return nil
+	})
+	if err != nil {
+		return jsonValue{}, err
+	}
+	return v, nil
+}
+
+// members parses an object or an array (in names it in errors) from its
+// opening bracket through close, its closing one, calling member for each
+// member at its first character.
+func (p *jsonParser) members(depth int, close byte, in string, member func() error) error {
+	if depth > maxJSONDepth {
+		return p.errorf("nested deeper than %d levels", maxJSONDepth)
+	}
+	p.pos++ // the opening bracket
 	p.space()
-	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+	if p.pos < len(p.data) && p.data[p.pos] == close {
 		p.pos++
-		return v, nil
+		return nil
 	}
 	for {
 		p.space()
-		item, err := p.value(depth)
-		if err != nil {
-			return jsonValue{}, err
+		if err := member(); err != nil {
+			return err
 		}
-		v.items = append(v.items, item)
 		p.space()
 		if p.pos >= len(p.data) {
-			return jsonValue{}, p.errorf("unexpected end of input in an array")
+			return p.errorf("unexpected end of input in %s", in)
 		}
 		switch p.data[p.pos] {
 		case ',':
 			p.pos++
-		case ']':
+		case close:
 			p.pos++
-			return v, nil
+			return nil
 		default:
-			return jsonValue{}, p.errorf("expected ',' or ']' in an array")
+			return p.errorf("expected ',' or '%c' in %s", close, in)
 		}
 	}
 }
