@@ -1,9 +1,10 @@
 package bench
 
 import (
-	"math"
 	"slices"
 	"time"
+
+	"github.com/agentd-dev/agentd/internal/percentile"
 )
 
 // Units of figures. A time is better lower; a rate is better higher.
@@ -39,14 +40,6 @@ type Ratio struct {
 	Times float64 `json:"times"`
 }
 
-// percentile is the nearest-rank p-th percentile (0 < p ≤ 100) of sorted,
-// which must not be empty: the smallest sample with at least p% of the
-// samples at or below it.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	return sorted[max(rank, 1)-1]
-}
-
 // timeFigure summarises samples of a time in milliseconds.
 func timeFigure(id, name string, samples []time.Duration) Figure {
 	f := Figure{ID: id, Name: name, Unit: UnitMS, N: len(samples)}
@@ -54,8 +47,8 @@ func timeFigure(id, name string, samples []time.Duration) Figure {
 		return f
 	}
 	s := slices.Sorted(slices.Values(samples))
-	f.P50 = ms(percentile(s, 50))
-	f.P99 = ms(percentile(s, 99))
+	f.P50 = ms(percentile.NearestRank(s, 50))
+	f.P99 = ms(percentile.NearestRank(s, 99))
 	return f
 }
 
@@ -67,8 +60,8 @@ func rateFigure(id, name, unit string, units float64, samples []time.Duration) F
 		return f
 	}
 	s := slices.Sorted(slices.Values(samples))
-	f.P50 = units / percentile(s, 50).Seconds()
-	f.P99 = units / percentile(s, 99).Seconds()
+	f.P50 = units / percentile.NearestRank(s, 50).Seconds()
+	f.P99 = units / percentile.NearestRank(s, 99).Seconds()
 	return f
 }
 

@@ -14,35 +14,6 @@ func msList(ms ...int) []time.Duration {
 	return ds
 }
 
-func TestPercentileNearestRank(t *testing.T) {
-	hundred := make([]time.Duration, 100)
-	for i := range hundred {
-		hundred[i] = time.Duration(i+1) * time.Millisecond
-	}
-	for _, tc := range []struct {
-		name     string
-		sorted   []time.Duration
-		p        float64
-		wantMS   int
-		describe string
-	}{
-		{"one sample", msList(7), 50, 7, "the only sample"},
-		{"one sample p99", msList(7), 99, 7, "the only sample"},
-		{"odd count median", msList(1, 2, 3, 4, 5), 50, 3, "the middle"},
-		{"even count median", msList(1, 2, 3, 4), 50, 2, "the lower middle (rank 2 of 4)"},
-		{"p99 of 10 is the max", msList(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 99, 10, "rank ceil(9.9) = 10"},
-		{"p99 of 100", hundred, 99, 99, "rank 99"},
-		{"p50 of 100", hundred, 50, 50, "rank 50"},
-		{"p100", hundred, 100, 100, "the max"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := percentile(tc.sorted, tc.p); got != time.Duration(tc.wantMS)*time.Millisecond {
-				t.Errorf("p%v = %v, want %d ms (%s)", tc.p, got, tc.wantMS, tc.describe)
-			}
-		})
-	}
-}
-
 func TestTimeFigureSortsAndSummarises(t *testing.T) {
 	f := timeFigure("x", "thing", msList(30, 10, 20, 40, 1000))
 	if f.N != 5 || f.P50 != 30 || f.P99 != 1000 || f.Unit != UnitMS {
