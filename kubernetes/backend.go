@@ -147,7 +147,11 @@ func (b *Backend) up(ctx context.Context, c *clients, spec backend.Spec, apps ba
 		}
 	}
 	mark("prepared")
-	po, err := c.set.CoreV1().Pods(p.namespace).Create(ctx, cfg.pod(), metav1.CreateOptions{})
+	po := cfg.pod()
+	if b.simulated != nil {
+		b.simulated(&po.Spec)
+	}
+	po, err = c.set.CoreV1().Pods(p.namespace).Create(ctx, po, metav1.CreateOptions{})
 	if err != nil {
 		// Pod Security admission's refusal says which settings it refused.
 		return fail(p.errorf("create the Pod: %w", err))
@@ -172,7 +176,13 @@ func (b *Backend) up(ctx context.Context, c *clients, spec backend.Spec, apps ba
 	if timeout <= 0 {
 		timeout = DefaultStartTimeout
 	}
-	if err := p.waitReady(ctx, timeout, mark); err != nil {
+	if b.simulated != nil {
+		// A simulated node runs no container: its Ready is all there is.
+		err = p.waitProbed(ctx)
+	} else {
+		err = p.waitReady(ctx, timeout, mark)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	spec.Say(fmt.Sprintf("guest ready in pod %s/%s", p.namespace, p.name))

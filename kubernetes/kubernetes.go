@@ -111,6 +111,11 @@ type Backend struct {
 	Options Options
 	// extraLabels go on the Pods Up starts (a pool's).
 	extraLabels map[string]string
+	// simulated, set by the scale simulation only, places each Pod on
+	// kwok's simulated nodes (a node selector and a toleration); Up then
+	// waits for the Ready that kwok reports instead of for agentd, which
+	// no simulated node runs.
+	simulated func(*corev1.PodSpec)
 
 	mu  sync.Mutex
 	cli *clients

@@ -115,7 +115,7 @@ func (b *Backend) KeepPool(ctx context.Context, spec backend.Spec, size int, out
 
 // upPooled starts an unclaimed pooled guest.
 func (b *Backend) upPooled(ctx context.Context, spec backend.Spec, hash string) (*instance, error) {
-	pb := &Backend{Options: b.Options, cli: b.cli, extraLabels: map[string]string{LabelPool: hash, LabelClaim: unclaimed}}
+	pb := &Backend{Options: b.Options, cli: b.cli, simulated: b.simulated, extraLabels: map[string]string{LabelPool: hash, LabelClaim: unclaimed}}
 	inst, err := pb.Up(ctx, spec)
 	if err != nil {
 		return nil, err
