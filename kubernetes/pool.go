@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,14 @@ const (
 	LabelClaim = "agentd.dev/claim"
 	// AnnotationClaimedBy says who claimed a Pod and when, for people.
 	AnnotationClaimedBy = "agentd.dev/claimed-by"
+	// LabelSlot is one of poolSlots, at random: a claimer lists one
+	// slot's guests first, not the whole pool.
+	LabelSlot = "agentd.dev/slot"
+
+	// poolSlots divides a claim's LIST: at 1,000 guests a LIST of all of
+	// them made a claim read megabytes and most claimers' lists stale
+	// (docs/design.md, "Kubernetes guests").
+	poolSlots = 16
 
 	unclaimed = "unclaimed"
 	claimed   = "claimed"
@@ -115,7 +124,9 @@ func (b *Backend) KeepPool(ctx context.Context, spec backend.Spec, size int, out
 
 // upPooled starts an unclaimed pooled guest.
 func (b *Backend) upPooled(ctx context.Context, spec backend.Spec, hash string) (*instance, error) {
-	pb := &Backend{Options: b.Options, cli: b.cli, simulated: b.simulated, extraLabels: map[string]string{LabelPool: hash, LabelClaim: unclaimed}}
+	pb := &Backend{Options: b.Options, cli: b.cli, simulated: b.simulated, extraLabels: map[string]string{
+		LabelPool: hash, LabelClaim: unclaimed, LabelSlot: strconv.Itoa(rand.IntN(poolSlots)),
+	}}
 	inst, err := pb.Up(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -171,7 +182,23 @@ func (b *Backend) Claim(ctx context.Context, key backend.PoolKey) (backend.Insta
 	if err != nil {
 		return nil, err
 	}
-	sel := labels.Set{LabelManaged: managedBy, LabelPool: PoolHash(key), LabelClaim: unclaimed}.String()
+	kind := labels.Set{LabelManaged: managedBy, LabelPool: PoolHash(key), LabelClaim: unclaimed}
+	// A random slot first, so that a claim lists about a poolSlots-th of
+	// the pool and concurrent claimers mostly list different guests; then
+	// the whole kind, so that a guest in another slot (or from a keeper
+	// that put none) is still found.
+	slot := labels.Merge(kind, labels.Set{LabelSlot: strconv.Itoa(rand.IntN(poolSlots))})
+	for _, sel := range []labels.Set{slot, kind} {
+		if inst, err := b.claimFrom(ctx, c, key, sel.String()); err != nil || inst != nil {
+			return inst, err
+		}
+	}
+	return nil, nil
+}
+
+// claimFrom claims one of the Ready guests that sel selects; nil when
+// there is none.
+func (b *Backend) claimFrom(ctx context.Context, c *clients, key backend.PoolKey, sel string) (backend.Instance, error) {
 	list, err := c.set.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes pool: %w", err)
