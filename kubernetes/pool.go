@@ -26,8 +26,9 @@ import (
 // The cluster-wide pool (docs/design.md, "Kubernetes guests"): pooled
 // guests are ordinary guest Pods with two more labels, LabelPool (which
 // kind of guest: a hash of its backend.PoolKey) and LabelClaim
-// ("unclaimed", then "claimed"). A claimer, on any machine, lists the
-// unclaimed Ready Pods of its kind and changes one's LabelClaim with a
+// ("unclaimed", then "claimed"), and a random LabelSlot. A claimer, on
+// any machine, lists the unclaimed Ready Pods of its kind in one slot
+// (all slots when that one has none) and changes one's LabelClaim with a
 // patch carrying the resourceVersion it read: the API server applies it
 // only if the Pod has not changed since (optimistic concurrency), so of
 // two claimers of one Pod exactly one succeeds and the other gets 409
