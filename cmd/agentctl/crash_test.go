@@ -61,28 +61,6 @@ func newCrashRig(t *testing.T, args ...string) *crashRig {
 	return &crashRig{t: t, agentctl: agentctlBinary(t), addr: addr, rec: rec, state: t.TempDir()}
 }
 
-// agentctlBinary is $AGENTD_BIN/agentctl (make test builds it), else a
-// fresh build.
-func agentctlBinary(t *testing.T) string {
-	if bin := os.Getenv("AGENTD_BIN"); bin != "" {
-		p, err := filepath.Abs(filepath.Join(bin, "agentctl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("AGENTD_BIN is set but has no agentctl: %v", err)
-		}
-		return p
-	}
-	p := filepath.Join(t.TempDir(), "agentctl")
-	build := exec.Command("go", "build", "-o", p, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build agentctl: %v\n%s", err, out)
-	}
-	return p
-}
-
 // command is agentctl run against the rig's guest and the model at url;
 // crashAt sets AGENTD_CRASH_AT. Standard input is not a terminal.
 func (r *crashRig) command(url, crashAt string, args ...string) *exec.Cmd {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/agentd-dev/agentd/docker"
+	"github.com/agentd-dev/agentd/docker/dockertest"
 )
 
 // TestGuestDockerUpStatusDown runs the real agentctl binary against the
@@ -25,22 +25,16 @@ import (
 func TestGuestDockerUpStatusDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	cli, err := docker.NewClient(ctx)
-	if err != nil {
-		prereq.Missing(t, prereq.Docker, "requires a Docker engine: %v", err)
+	// Where Docker is required, a missing image is no reason to stop:
+	// up builds it.
+	image := docker.DefaultImage
+	if prereq.Docker.Required() {
+		image = ""
 	}
-	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, docker.DefaultImage); err != nil && !prereq.Docker.Required() {
-		prereq.Missing(t, prereq.Docker, "requires the %s image (make docker-image): %v", docker.DefaultImage, err)
-	}
+	cli := dockertest.Engine(t, ctx, image)
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "agentctl")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, b)
-	}
+	bin := agentctlBinary(t)
 	rt := filepath.Join(dir, "rt")
 	if err := os.Mkdir(rt, 0o700); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -24,4 +26,26 @@ func TestMain(m *testing.M) {
 		}
 		return m.Run()
 	}())
+}
+
+// agentctlBinary is $AGENTD_BIN/agentctl (make test builds it), else a
+// fresh build.
+func agentctlBinary(t *testing.T) string {
+	if bin := os.Getenv("AGENTD_BIN"); bin != "" {
+		p, err := filepath.Abs(filepath.Join(bin, "agentctl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("AGENTD_BIN is set but has no agentctl: %v", err)
+		}
+		return p
+	}
+	p := filepath.Join(t.TempDir(), "agentctl")
+	build := exec.Command("go", "build", "-o", p, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build agentctl: %v\n%s", err, out)
+	}
+	return p
 }

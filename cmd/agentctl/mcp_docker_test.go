@@ -15,8 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentd-dev/agentd/docker"
+	"github.com/agentd-dev/agentd/docker/dockertest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
-	"github.com/agentd-dev/agentd/internal/prereq"
 )
 
 // TestMCPDockerFreshGuest: agentctl mcp --guest docker gives the MCP
@@ -26,14 +26,7 @@ import (
 func TestMCPDockerFreshGuest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cli, err := docker.NewClient(ctx)
-	if err != nil {
-		prereq.Missing(t, prereq.Docker, "requires a Docker engine: %v", err)
-	}
-	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, docker.DefaultImage); err != nil {
-		prereq.Missing(t, prereq.Docker, "requires the %s image (make docker-image): %v", docker.DefaultImage, err)
-	}
+	cli := dockertest.Engine(t, ctx, docker.DefaultImage)
 
 	cmd := exec.Command(agentctlBinary(t), "mcp", "--guest", "docker", "--record-dir", t.TempDir())
 	// A runtime directory of its own: no guest pool of this machine is used.

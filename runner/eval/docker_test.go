@@ -9,7 +9,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/agentd-dev/agentd/docker"
-	"github.com/agentd-dev/agentd/internal/prereq"
+	"github.com/agentd-dev/agentd/docker/dockertest"
 )
 
 // TestDockerParallel runs built-in tasks that fit the guest image in Docker
@@ -21,14 +21,7 @@ import (
 func TestDockerParallel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cli, err := docker.NewClient(ctx)
-	if err != nil {
-		prereq.Missing(t, prereq.Docker, "a Docker engine: %v", err)
-	}
-	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, docker.DefaultImage); err != nil {
-		prereq.Missing(t, prereq.Docker, "the guest image %s (make docker-image): %v", docker.DefaultImage, err)
-	}
+	cli := dockertest.Engine(t, ctx, docker.DefaultImage)
 	before := guestContainers(t, cli)
 	s, err := Builtin()
 	if err != nil {
