@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -19,9 +17,9 @@ import (
 
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/desktoptest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -98,20 +96,15 @@ func eagerToolset(t *testing.T, c *guest.Client, turns ...respserver.Turn) (*run
 // with an X event recorder.
 func desktopGuest(t *testing.T, bin string) (*guest.Client, *xrecorder.Recorder) {
 	t.Helper()
-	x := xvfbtest.Start(t, 640, 400)
-	rec := xrecorder.Start(t, x.Display)
-	addrFile := filepath.Join(t.TempDir(), "addr")
-	cmd := exec.Command(bin, "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
-	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+e2eToken)
-	addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
+	d := desktoptest.Start(t, bin, 640, 400, e2eToken, 20*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := guest.Dial(ctx, addr, e2eToken)
+	c, err := guest.Dial(ctx, d.Addr, e2eToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, rec
+	return c, d.Rec
 }
 
 // TestEagerClickBeforeTheResponseEnds: with Eager, a completed click

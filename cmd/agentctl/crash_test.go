@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/desktoptest"
 	"github.com/agentd-dev/agentd/internal/poll"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/runner/session"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -51,14 +51,8 @@ type crashRig struct {
 // newCrashRig starts the rig's agentd with args added.
 func newCrashRig(t *testing.T, args ...string) *crashRig {
 	prereq.Programs(t, prereq.X, "Xvfb")
-	agentd := agentdtest.Binary(t)
-	x := xvfbtest.Start(t, 640, 400)
-	rec := xrecorder.Start(t, x.Display)
-	addrFile := filepath.Join(t.TempDir(), "addr")
-	cmd := exec.Command(agentd, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
-	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+crashToken)
-	addr, _ := agentdtest.Start(t, cmd, addrFile, time.Minute) // agentd --browser starts Chromium first
-	return &crashRig{t: t, agentctl: agentctlBinary(t), addr: addr, rec: rec, state: t.TempDir()}
+	d := desktoptest.Start(t, agentdtest.Binary(t), 640, 400, crashToken, time.Minute, args...) // agentd --browser starts Chromium first
+	return &crashRig{t: t, agentctl: agentctlBinary(t), addr: d.Addr, rec: d.Rec, state: t.TempDir()}
 }
 
 // command is agentctl run against the rig's guest and the model at url;

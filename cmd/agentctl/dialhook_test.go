@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -17,10 +16,10 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/desktoptest"
 	"github.com/agentd-dev/agentd/internal/healthz"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/internal/xvfbtest"
 )
 
 // tunnelBackend is a backend whose guests' agentd is reached only through
@@ -82,13 +81,8 @@ func TestCommandsReachAgentdThroughTheDialHook(t *testing.T) {
 	registerTunnel.Do(func() { backend.Register(tunnelBackend{}) })
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 
-	bin := agentdtest.Binary(t)
-	x := xvfbtest.Start(t, 640, 400)
-	rec := xrecorder.Start(t, x.Display)
-	addrFile := filepath.Join(t.TempDir(), "addr")
-	cmd := exec.Command(bin, "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
-	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+crashToken)
-	addr, _ := agentdtest.Start(t, cmd, addrFile, 20*time.Second)
+	d := desktoptest.Start(t, agentdtest.Binary(t), 640, 400, crashToken, 20*time.Second)
+	addr, rec := d.Addr, d.Rec
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(crashToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -25,9 +25,9 @@ import (
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/desktoptest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/internal/xvfbtest"
 )
 
 const mcpGuestToken = "mcp-test-token-0123456789abcdef"
@@ -53,14 +53,8 @@ func newMCPRig(t *testing.T, agentdArgs ...string) *mcpRig {
 		ready = time.Minute
 	}
 	prereq.Programs(t, prereq.X, "Xvfb")
-	agentd := agentdtest.Binary(t)
-	x := xvfbtest.Start(t, 1440, 900)
-	rec := xrecorder.Start(t, x.Display)
-	addrFile := filepath.Join(t.TempDir(), "addr")
-	cmd := exec.Command(agentd, append([]string{"--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile}, agentdArgs...)...)
-	cmd.Env = append(os.Environ(), "AGENTD_TOKEN="+mcpGuestToken)
-	addr, _ := agentdtest.Start(t, cmd, addrFile, ready)
-	return &mcpRig{t: t, agentctl: agentctlBinary(t), addr: addr, rec: rec, runs: t.TempDir()}
+	d := desktoptest.Start(t, agentdtest.Binary(t), 1440, 900, mcpGuestToken, ready, agentdArgs...)
+	return &mcpRig{t: t, agentctl: agentctlBinary(t), addr: d.Addr, rec: d.Rec, runs: t.TempDir()}
 }
 
 // command is agentctl mcp on the rig's guest.
