@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/png"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,15 +57,7 @@ func TestMeasureLedgerGrowth(t *testing.T) {
 	}
 	// An incompressible screenshot of about 32 KiB, like a busy desktop's PNG
 	// at a small view.
-	img := image.NewGray(image.Rect(0, 0, 180, 180))
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range img.Pix {
-		img.Pix[i] = uint8(r.Uint32())
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
+	noise := noisePNG(t, 180, 180)
 	for _, stateless := range []bool{false, true} {
 		t.Run(map[bool]string{false: "stored", true: "local history"}[stateless], func(t *testing.T) {
 			turns := []respserver.Turn{respserver.Call(shot)}
@@ -77,7 +66,7 @@ func TestMeasureLedgerGrowth(t *testing.T) {
 			}
 			turns = append(turns, respserver.Final("done"))
 			ts, srv, d := setup(t, turns...)
-			d.png, d.size.W, d.size.H = buf.Bytes(), 180, 180
+			d.png, d.size.W, d.size.H = noise, 180, 180
 			f, err := ledger.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
