@@ -49,12 +49,9 @@ func runAct(ctx context.Context, args []string) error {
 		fs.Usage()
 		return errors.New("expected one JSON argument")
 	}
-	data := []byte(fs.Arg(0))
-	if fs.Arg(0) == "-" {
-		var err error
-		if data, err = io.ReadAll(os.Stdin); err != nil {
-			return fmt.Errorf("read stdin: %w", err)
-		}
+	data, err := argument(fs.Arg(0))
+	if err != nil {
+		return err
 	}
 	as, err := actions.DecodeList(data)
 	if err != nil {
@@ -134,6 +131,18 @@ func runScreenshot(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "%s: %d×%d image of screen %d×%d (crop %d,%d %d×%d), %d bytes\n",
 		*out, t.Image.W, t.Image.H, t.Screen.W, t.Screen.H, t.Crop.X, t.Crop.Y, t.Crop.W, t.Crop.H, len(shot.PNG))
 	return nil
+}
+
+// argument is a command's argument, or for "-" what standard input holds.
+func argument(a string) ([]byte, error) {
+	if a != "-" {
+		return []byte(a), nil
+	}
+	b, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return nil, fmt.Errorf("read stdin: %w", err)
+	}
+	return b, nil
 }
 
 // parseView reads --size WxH and --crop X,Y,WxH.

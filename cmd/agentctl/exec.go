@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,14 +41,11 @@ func runExec(ctx context.Context, args []string) error {
 	}
 	codes := make([]string, fs.NArg())
 	for i, a := range fs.Args() {
-		codes[i] = a
-		if a == "-" {
-			b, err := io.ReadAll(os.Stdin)
-			if err != nil {
-				return fmt.Errorf("read stdin: %w", err)
-			}
-			codes[i] = string(b)
+		b, err := argument(a)
+		if err != nil {
+			return err
 		}
+		codes[i] = string(b)
 	}
 	view, err := parseView(*size, "", true)
 	if err != nil {
