@@ -42,6 +42,29 @@ type mcpRig struct {
 	runs     string
 }
 
+// look has session cs take its first screenshot, which sets its view, and
+// empties the recorder after it: what it records next is the test's.
+func (r *mcpRig) look(ctx context.Context, cs *mcp.ClientSession) {
+	r.t.Helper()
+	screenshotOf(r.t, call(r.t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
+	r.rec.Sync(r.t)
+	r.rec.Clear()
+}
+
+// refused checks that session cs's call of actions is refused, saying
+// why, and that nothing of it reached the desktop.
+func (r *mcpRig) refused(ctx context.Context, cs *mcp.ClientSession, actions, why string) {
+	r.t.Helper()
+	res := call(r.t, ctx, cs, actions)
+	if !res.IsError || !strings.Contains(resultText(res), why) {
+		r.t.Fatalf("%s: error %v %q, want one saying %q", actions, res.IsError, resultText(res), why)
+	}
+	r.rec.Sync(r.t)
+	if evs := r.rec.Events(); len(evs) != 0 {
+		r.t.Fatalf("the refused call %s reached the desktop: %v", actions, evs)
+	}
+}
+
 func newMCPRig(t *testing.T, agentdArgs ...string) *mcpRig {
 	ready := 20 * time.Second
 	if slices.Contains(agentdArgs, "--browser") {
@@ -176,9 +199,7 @@ func TestMCPStdioComputer(t *testing.T) {
 		}
 	}
 
-	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
-	r.rec.Sync(t)
-	r.rec.Clear()
+	r.look(ctx, cs)
 	res := call(t, ctx, cs, `[{"type":"click","button":"left","x":640,"y":400}]`)
 	screenshotOf(t, res, 1280, 800)
 	if !strings.Contains(resultText(res), "click left (640,400)") {
@@ -243,18 +264,9 @@ func TestMCPSecondSessionBusy(t *testing.T) {
 	r := newMCPRig(t)
 	first := r.connect(nil)
 	ctx := mcpCtx(t)
-	screenshotOf(t, call(t, ctx, first, `[{"type":"screenshot"}]`), 1280, 800)
-	r.rec.Sync(t)
-	r.rec.Clear()
+	r.look(ctx, first)
 	second := r.connect(nil)
-	res := call(t, ctx, second, `[{"type":"click","x":100,"y":100}]`)
-	if !res.IsError || !strings.Contains(resultText(res), "busy") {
-		t.Fatalf("second session: error %v %q, want busy", res.IsError, resultText(res))
-	}
-	r.rec.Sync(t)
-	if evs := r.rec.Events(); len(evs) != 0 {
-		t.Fatalf("the busy session reached the desktop: %v", evs)
-	}
+	r.refused(ctx, second, `[{"type":"click","x":100,"y":100}]`, "busy")
 	// The first session still drives it.
 	screenshotOf(t, call(t, ctx, first, `[{"type":"click","x":100,"y":100}]`), 1280, 800)
 }
@@ -265,9 +277,7 @@ func TestMCPCancelMidDrag(t *testing.T) {
 	r := newMCPRig(t)
 	cs := r.connect(nil)
 	ctx := mcpCtx(t)
-	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
-	r.rec.Sync(t)
-	r.rec.Clear()
+	r.look(ctx, cs)
 	var path strings.Builder
 	for i := range actions.MaxPathLen - 1 {
 		if i%2 == 0 {
@@ -380,9 +390,7 @@ func TestMCPHTTPRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
-	r.rec.Sync(t)
-	r.rec.Clear()
+	r.look(ctx, cs)
 	screenshotOf(t, call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`), 1280, 800)
 	r.rec.Sync(t)
 	if ps := presses(r.rec.Events()); len(ps) != 1 || ps[0].X != 720 || ps[0].Y != 450 {
@@ -501,9 +509,7 @@ func TestMCPConfirm(t *testing.T) {
 		}
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}}, "--confirm")
-	screenshotOf(t, call(t, ctx, cs, `[{"type":"screenshot"}]`), 1280, 800)
-	r.rec.Sync(t)
-	r.rec.Clear()
+	r.look(ctx, cs)
 	screenshotOf(t, call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`), 1280, 800)
 	r.rec.Sync(t)
 	if ps := presses(r.rec.Events()); len(ps) != 1 || ps[0].X != 720 || ps[0].Y != 450 {
@@ -516,27 +522,13 @@ func TestMCPConfirm(t *testing.T) {
 	approve = false
 	mu.Unlock()
 	r.rec.Clear()
-	res := call(t, ctx, cs, `[{"type":"click","x":640,"y":400}]`)
-	if !res.IsError || !strings.Contains(resultText(res), "not approved") {
-		t.Fatalf("declined: error %v %q", res.IsError, resultText(res))
-	}
-	r.rec.Sync(t)
-	if evs := r.rec.Events(); len(evs) != 0 {
-		t.Fatalf("a declined click reached the desktop: %v", evs)
-	}
+	r.refused(ctx, cs, `[{"type":"click","x":640,"y":400}]`, "not approved")
 	cs.Close()
 
 	// Nobody to ask.
 	mute := r.connect(nil, "--confirm")
 	r.rec.Clear()
-	res = call(t, ctx, mute, `[{"type":"click","x":640,"y":400}]`)
-	if !res.IsError || !strings.Contains(resultText(res), "nobody can be asked") {
-		t.Fatalf("no elicitation: error %v %q, want refused", res.IsError, resultText(res))
-	}
-	r.rec.Sync(t)
-	if evs := r.rec.Events(); len(evs) != 0 {
-		t.Fatalf("an unasked click reached the desktop: %v", evs)
-	}
+	r.refused(ctx, mute, `[{"type":"click","x":640,"y":400}]`, "nobody can be asked")
 }
 
 // TestMCPExecAndProgress: exec_py keeps its namespace for the MCP session
