@@ -24,10 +24,10 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/desktoptest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/internal/xvfbtest"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -109,39 +109,9 @@ type desktop struct {
 
 func startDesktop(t *testing.T) *desktop {
 	t.Helper()
-	x := xvfbtest.Start(t, 1440, 900)
-	rec := xrecorder.Start(t, x.Display)
-	bin := agentdtest.Binary(t)
-	dir := t.TempDir()
 	token := randhex.String(32)
-	tokenFile, addrFile := filepath.Join(dir, "token"), filepath.Join(dir, "addr")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var logs agentdtest.SyncBuffer
-	cmd := exec.Command(bin, "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--token-file", tokenFile)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("agentd:\n%s", logs.String())
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, err := os.ReadFile(addrFile)
-		if err == nil && strings.HasSuffix(string(b), "\n") {
-			return &desktop{rec: rec, addr: strings.TrimSpace(string(b)), token: token, pid: cmd.Process.Pid}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentd did not start:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d := desktoptest.Start(t, agentdtest.Binary(t), 1440, 900, token, 20*time.Second)
+	return &desktop{rec: d.Rec, addr: d.Addr, token: token, pid: d.Pid}
 }
 
 // screenshot paints a few boxes on the desktop and returns agentd's
@@ -166,6 +136,37 @@ func (d *desktop) screenshot(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return shot.PNG
+}
+
+// scripted is a run of d's desktop by a model scripted with turns, seeing
+// the 1280×800 view; model, client and runner close when the test ends.
+func (d *desktop) scripted(t *testing.T, turns ...respserver.Turn) (*respserver.Server, *runner.Toolset) {
+	t.Helper()
+	model, modelURL := respserver.Start(turns...)
+	t.Cleanup(model.Close)
+	c, err := guest.Dial(context.Background(), d.addr, d.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
+	ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
+	t.Cleanup(func() { ts.Close() })
+	return model, ts
+}
+
+// presses are the button presses on the desktop so far, once the events
+// sent before are in.
+func (d *desktop) presses(t *testing.T) []xrecorder.Event {
+	t.Helper()
+	d.rec.Sync(t)
+	var presses []xrecorder.Event
+	for _, e := range d.rec.Events() {
+		if e.Kind == xrecorder.ButtonPress {
+			presses = append(presses, e)
+		}
+	}
+	return presses
 }
 
 // cpu is the CPU time agentd has used so far.
@@ -415,57 +416,44 @@ func TestConsoleApprovesARealRun(t *testing.T) {
 	run(t, ctx, chromedp.Navigate(s.URL()))
 
 	for _, button := range []string{"approve", "deny"} {
-		d.rec.Clear()
-		turn := respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`)
-		turn.SafetyChecks = []respserver.SafetyCheck{{ID: "sc_1", Code: "malicious_instructions", Message: "check"}}
-		model, base := respserver.Start(respserver.Call(`{"type":"screenshot"}`), turn, respserver.Turn{Message: "done"})
-		c, err := guest.Dial(context.Background(), d.addr, d.token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
-		ts := runner.New(openai.NewClient(option.WithBaseURL(base), option.WithAPIKey("test")), c)
-		runCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		done := make(chan error, 1)
-		go func() {
-			_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it"}, runner.CallOptions{ApproveSafetyChecks: func(ctx context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
-				return s.Ask(ctx, Question{Kind: runner.ApprovalSafetyChecks, CallID: call.CallID, Actions: []string{call.Actions[0].String()}})
-			},
-			})
-			done <- err
-		}()
-		run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question button.`+button+`') !== null`, chromedp.WithPollingTimeout(30*time.Second)))
-		run(t, ctx, chromedp.Click("li.question button."+button))
-		err = <-done
-		run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question') === null`))
-		cancel()
-		ts.Close()
-		c.Close()
-		model.Close()
-		d.rec.Sync(t)
-		var clicks []xrecorder.Event
-		for _, e := range d.rec.Events() {
-			if e.Kind == xrecorder.ButtonPress {
-				clicks = append(clicks, e)
+		t.Run(button, func(t *testing.T) {
+			d.rec.Clear()
+			turn := respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`)
+			turn.SafetyChecks = []respserver.SafetyCheck{{ID: "sc_1", Code: "malicious_instructions", Message: "check"}}
+			_, ts := d.scripted(t, respserver.Call(`{"type":"screenshot"}`), turn, respserver.Turn{Message: "done"})
+			runCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			done := make(chan error, 1)
+			go func() {
+				_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it"}, runner.CallOptions{ApproveSafetyChecks: func(ctx context.Context, call runner.CallInfo, checks []runner.SafetyCheck) (any, error) {
+					return s.Ask(ctx, Question{Kind: runner.ApprovalSafetyChecks, CallID: call.CallID, Actions: []string{call.Actions[0].String()}})
+				},
+				})
+				done <- err
+			}()
+			run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question button.`+button+`') !== null`, chromedp.WithPollingTimeout(30*time.Second)))
+			run(t, ctx, chromedp.Click("li.question button."+button))
+			err := <-done
+			run(t, ctx, chromedp.Poll[bool](`document.querySelector('li.question') === null`))
+			cancel()
+			clicks := d.presses(t)
+			switch button {
+			case "approve":
+				if err != nil {
+					t.Fatalf("approved run: %v", err)
+				}
+				if len(clicks) != 1 || clicks[0].X != 720 || clicks[0].Y != 450 {
+					t.Fatalf("approved click reached the desktop as %v, want one press at (720,450)", clicks)
+				}
+			case "deny":
+				var refusal *runner.ApprovalError
+				if !errors.As(err, &refusal) {
+					t.Fatalf("denied run ended with %v, want an approval refusal", err)
+				}
+				if len(clicks) != 0 {
+					t.Fatalf("a denied call reached the desktop: %v", clicks)
+				}
 			}
-		}
-		switch button {
-		case "approve":
-			if err != nil {
-				t.Fatalf("approved run: %v", err)
-			}
-			if len(clicks) != 1 || clicks[0].X != 720 || clicks[0].Y != 450 {
-				t.Fatalf("approved click reached the desktop as %v, want one press at (720,450)", clicks)
-			}
-		case "deny":
-			var refusal *runner.ApprovalError
-			if !errors.As(err, &refusal) {
-				t.Fatalf("denied run ended with %v, want an approval refusal", err)
-			}
-			if len(clicks) != 0 {
-				t.Fatalf("a denied call reached the desktop: %v", clicks)
-			}
-		}
+		})
 	}
 }
 
@@ -477,96 +465,83 @@ func TestConsoleBeforeActionInChromium(t *testing.T) {
 	d := startDesktop(t)
 	ctx := headless(t)
 	for _, button := range []string{"approve", "deny"} {
-		runs, runName := t.TempDir(), "20260101-120000-"+button
-		rec, err := runner.CreateRecord(filepath.Join(runs, runName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := startConsole(t, Config{RunsDir: runs, CurrentRun: runName})
-		run(t, ctx, chromedp.Navigate(s.URL()))
-		d.rec.Clear()
-		model, base := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
-			respserver.Call(`{"type":"click","button":"right","x":640,"y":400}`), respserver.Turn{Message: "done"})
-		c, err := guest.Dial(context.Background(), d.addr, d.token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
-		ts := runner.New(openai.NewClient(option.WithBaseURL(base), option.WithAPIKey("test")), c)
-		runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		done := make(chan error, 1)
-		ap := Approvals{Server: s}
-		go func() {
-			_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", OnEvent: rec.Event}, runner.CallOptions{BeforeAction: ap.BeforeAction})
-			done <- err
-		}()
-		// Answer each question as it comes: the click's with the button
-		// under test, the screenshots with Approve.
-		var clickQuestion map[string]any
-		var runErr error
-		seen := map[string]bool{}
-	answering:
-		for {
-			select {
-			case runErr = <-done:
-				break answering
-			default:
+		t.Run(button, func(t *testing.T) {
+			runs, runName := t.TempDir(), "20260101-120000-"+button
+			rec, err := runner.CreateRecord(filepath.Join(runs, runName))
+			if err != nil {
+				t.Fatal(err)
 			}
-			q := run(t, ctx, chromedp.Evaluate[map[string]any](`(() => {
-				const q = document.querySelector('li.question');
-				if (!q || q.querySelector('button').disabled) return {};
-				const img = q.querySelector('.shot img');
-				return { id: q.dataset.id, text: q.textContent, img: img ? img.getAttribute('src') : '',
-					asked: [...q.querySelectorAll('g.asked')].map(g => g.getAttribute('class')).join(' '),
-					button: (q.querySelector('g.asked .mark-button') || {}).textContent || '' };
-			})()`))
-			id, _ := q["id"].(string)
-			if id == "" || seen[id] {
-				time.Sleep(50 * time.Millisecond)
-				continue
+			s := startConsole(t, Config{RunsDir: runs, CurrentRun: runName})
+			run(t, ctx, chromedp.Navigate(s.URL()))
+			d.rec.Clear()
+			_, ts := d.scripted(t, respserver.Call(`{"type":"screenshot"}`),
+				respserver.Call(`{"type":"click","button":"right","x":640,"y":400}`), respserver.Turn{Message: "done"})
+			runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			done := make(chan error, 1)
+			ap := Approvals{Server: s}
+			go func() {
+				_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", OnEvent: rec.Event}, runner.CallOptions{BeforeAction: ap.BeforeAction})
+				done <- err
+			}()
+			// Answer each question as it comes: the click's with the button
+			// under test, the screenshots with Approve.
+			var clickQuestion map[string]any
+			var runErr error
+			seen := map[string]bool{}
+		answering:
+			for {
+				select {
+				case runErr = <-done:
+					break answering
+				default:
+				}
+				q := run(t, ctx, chromedp.Evaluate[map[string]any](`(() => {
+					const q = document.querySelector('li.question');
+					if (!q || q.querySelector('button').disabled) return {};
+					const img = q.querySelector('.shot img');
+					return { id: q.dataset.id, text: q.textContent, img: img ? img.getAttribute('src') : '',
+						asked: [...q.querySelectorAll('g.asked')].map(g => g.getAttribute('class')).join(' '),
+						button: (q.querySelector('g.asked .mark-button') || {}).textContent || '' };
+				})()`))
+				id, _ := q["id"].(string)
+				if id == "" || seen[id] {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				seen[id] = true
+				answer := "approve"
+				if text, _ := q["text"].(string); strings.Contains(text, "action 1: click right (640,400)") {
+					clickQuestion, answer = q, button
+				}
+				run(t, ctx, chromedp.Click(`li.question[data-id="`+id+`"] button.`+answer))
 			}
-			seen[id] = true
-			answer := "approve"
-			if text, _ := q["text"].(string); strings.Contains(text, "action 1: click right (640,400)") {
-				clickQuestion, answer = q, button
+			cancel()
+			rec.Finish(nil, runErr)
+			if clickQuestion == nil {
+				t.Fatalf("%s: the click was never asked about in the page (run: %v)", button, runErr)
 			}
-			run(t, ctx, chromedp.Click(`li.question[data-id="`+id+`"] button.`+answer))
-		}
-		cancel()
-		ts.Close()
-		c.Close()
-		model.Close()
-		rec.Finish(nil, runErr)
-		if clickQuestion == nil {
-			t.Fatalf("%s: the click was never asked about in the page (run: %v)", button, runErr)
-		}
-		if clickQuestion["img"] != "api/runs/"+runName+"/step-001.png" || clickQuestion["asked"] != "mark-click asked" || clickQuestion["button"] != "right" {
-			t.Errorf("%s: the click's question shows %v, want step-001.png with the right click marked", button, clickQuestion)
-		}
-		d.rec.Sync(t)
-		var presses []xrecorder.Event
-		for _, e := range d.rec.Events() {
-			if e.Kind == xrecorder.ButtonPress {
-				presses = append(presses, e)
+			if clickQuestion["img"] != "api/runs/"+runName+"/step-001.png" || clickQuestion["asked"] != "mark-click asked" || clickQuestion["button"] != "right" {
+				t.Errorf("%s: the click's question shows %v, want step-001.png with the right click marked", button, clickQuestion)
 			}
-		}
-		switch button {
-		case "approve":
-			if runErr != nil {
-				t.Fatalf("approved run: %v", runErr)
+			presses := d.presses(t)
+			switch button {
+			case "approve":
+				if runErr != nil {
+					t.Fatalf("approved run: %v", runErr)
+				}
+				if len(presses) != 1 || presses[0].X != 720 || presses[0].Y != 450 || presses[0].Button != 3 {
+					t.Fatalf("approved click reached the desktop as %+v, want one right press at (720,450)", presses)
+				}
+			case "deny":
+				var refusal *runner.ApprovalError
+				if !errors.As(runErr, &refusal) || refusal.Kind != runner.ApprovalBeforeAction {
+					t.Fatalf("denied run ended with %v, want a before_action refusal", runErr)
+				}
+				if len(presses) != 0 {
+					t.Fatalf("a denied action reached the desktop: %+v", presses)
+				}
 			}
-			if len(presses) != 1 || presses[0].X != 720 || presses[0].Y != 450 || presses[0].Button != 3 {
-				t.Fatalf("approved click reached the desktop as %+v, want one right press at (720,450)", presses)
-			}
-		case "deny":
-			var refusal *runner.ApprovalError
-			if !errors.As(runErr, &refusal) || refusal.Kind != runner.ApprovalBeforeAction {
-				t.Fatalf("denied run ended with %v, want a before_action refusal", runErr)
-			}
-			if len(presses) != 0 {
-				t.Fatalf("a denied action reached the desktop: %+v", presses)
-			}
-		}
+		})
 	}
 }
 

@@ -19,11 +19,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/actions"
-	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 	"github.com/agentd-dev/agentd/runner"
@@ -64,17 +61,8 @@ func TestTakeOverInChromium(t *testing.T) {
 	run(t, ctx, chromedp.Poll[bool](`Number(document.querySelector('#live').dataset.frames) >= 1 && !document.querySelector('#take').disabled`,
 		chromedp.WithPollingTimeout(20*time.Second)))
 
-	model, modelURL := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+	model, ts := d.scripted(t, respserver.Call(`{"type":"screenshot"}`),
 		respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`), respserver.Final("done"))
-	defer model.Close()
-	c, err := guest.Dial(context.Background(), d.addr, d.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
-	ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
-	defer ts.Close()
 	atClick, taken, paused := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var events []runner.Event
 	done := make(chan error, 1)
@@ -117,7 +105,7 @@ func TestTakeOverInChromium(t *testing.T) {
 		t.Fatalf("the page's click at (200,100) of the 1280×800 view pressed at (%d,%d), want about (225,112) on the 1440×900 screen", press.X, press.Y)
 	}
 	// What the model will see after the hand back.
-	d.rec.Fill(t, 0, 0, 300, 300, color.RGBA{R: 250, G: 0, B: 200, A: 255})
+	d.rec.Fill(t, 0, 0, 300, 300, handBackPaint)
 	d.rec.Sync(t)
 	run(t, ctx, chromedp.SendKeys("#note", "I signed in for you"))
 	run(t, ctx, chromedp.Click("#handback"))
@@ -127,40 +115,15 @@ func TestTakeOverInChromium(t *testing.T) {
 	if err := model.Err(); err != nil {
 		t.Fatal(err)
 	}
-	d.rec.Sync(t)
-	for _, e := range d.rec.Events() {
-		if e.Kind == xrecorder.ButtonPress && e.X == 720 && e.Y == 450 {
+	for _, e := range d.presses(t) {
+		if e.X == 720 && e.Y == 450 {
 			t.Fatalf("the model's refused click reached the desktop: %v", e)
 		}
 	}
 
-	reqs := model.Requests()
-	body := string(reqs[len(reqs)-1].Body)
-	for _, want := range []string{"A person took over the desktop", "did not run: 1. click left (640,400)", "I signed in for you"} {
-		if !strings.Contains(body, want) {
-			t.Errorf("the request after the hand back lacks %q", want)
-		}
-	}
-	_, rest, _ := strings.Cut(body, "data:image/png;base64,")
-	b64, _, _ := strings.Cut(rest, `"`)
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, g, b, _ := img.At(50, 50).RGBA(); r>>8 < 240 || g>>8 > 10 || b>>8 < 190 {
-		t.Fatalf("the screenshot after the hand back is not fresh: pixel (50,50) is %v", img.At(50, 50))
-	}
+	lastRequestAfterHandBack(t, model, handBackPaint, "did not run: 1. click left (640,400)", "I signed in for you")
 
-	var back *runner.TakeoverEvent
-	for _, e := range events {
-		if e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverHandedBack {
-			back = e.Takeover
-		}
-	}
+	back := handedBack(events)
 	if back == nil || len(back.By) != 1 || back.By[0] != takeoverBy || len(back.NotRun) != 1 {
 		t.Fatalf("hand back event %+v", back)
 	}
@@ -188,17 +151,8 @@ func TestHandBackAtAQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startConsole(t, Config{RunsDir: runs, CurrentRun: runName, Guest: &Guest{Addr: d.addr, Token: d.token}})
-	model, modelURL := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+	model, ts := d.scripted(t, respserver.Call(`{"type":"screenshot"}`),
 		respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`), respserver.Final("done"))
-	defer model.Close()
-	c, err := guest.Dial(context.Background(), d.addr, d.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
-	ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
-	defer ts.Close()
 	var (
 		mu     sync.Mutex
 		events []runner.Event
@@ -241,13 +195,7 @@ func TestHandBackAtAQuestion(t *testing.T) {
 		}
 	}
 
-	op, err := guest.Operate(context.Background(), d.addr, d.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
-	opCtx, opCancel := context.WithTimeout(context.Background(), time.Minute)
-	defer opCancel()
+	op, opCtx := d.operate(t)
 	if err := op.Take(opCtx, takeoverBy); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +226,7 @@ func TestHandBackAtAQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.rec.WaitTyped(t, "hi", 20*time.Second)
-	d.rec.Fill(t, 0, 0, 300, 300, color.RGBA{R: 250, G: 0, B: 200, A: 255})
+	d.rec.Fill(t, 0, 0, 300, 300, handBackPaint)
 	d.rec.Sync(t)
 	if err := op.HandBack(opCtx, "NOTE-4182 I closed the dialog"); err != nil {
 		t.Fatal(err)
@@ -289,53 +237,19 @@ func TestHandBackAtAQuestion(t *testing.T) {
 	if err := model.Err(); err != nil {
 		t.Fatal(err)
 	}
-	d.rec.Sync(t)
-	var presses []xrecorder.Event
-	for _, e := range d.rec.Events() {
-		if e.Kind == xrecorder.ButtonPress {
-			presses = append(presses, e)
-		}
-	}
+	presses := d.presses(t)
 	if len(presses) != 1 || presses[0].X != 200 || presses[0].Y != 100 {
 		t.Fatalf("presses on the desktop %+v, want the person's one at (200,100) and never the model's at (720,450)", presses)
 	}
 
-	reqs := model.Requests()
-	body := string(reqs[len(reqs)-1].Body)
-	for _, want := range []string{"A person took over the desktop", "did not run: 1. click left (640,400)", "NOTE-4182 I closed the dialog"} {
-		if !strings.Contains(body, want) {
-			t.Errorf("the request after the hand back lacks %q", want)
-		}
-	}
-	_, rest, _ := strings.Cut(body, "data:image/png;base64,")
-	b64, _, _ := strings.Cut(rest, `"`)
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, g, b, _ := img.At(50, 50).RGBA(); r>>8 < 240 || g>>8 > 10 || b>>8 < 190 {
-		t.Fatalf("the screenshot after the hand back is not fresh: pixel (50,50) is %v", img.At(50, 50))
-	}
+	lastRequestAfterHandBack(t, model, handBackPaint, "did not run: 1. click left (640,400)", "NOTE-4182 I closed the dialog")
 
 	if err := rec.Finish(nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	run, err := readRun(filepath.Join(runs, runName), runName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tk *Takeover
-	for _, step := range run.StepList {
-		for i := range step.Takeovers {
-			tk = &step.Takeovers[i]
-		}
-	}
-	if tk == nil || !tk.HandedBack || len(tk.NotRun) != 1 || !slices.Equal(tk.Notes, []string{"NOTE-4182 I closed the dialog"}) || !slices.Equal(tk.By, []string{takeoverBy}) {
-		t.Fatalf("the record's take over: %+v", tk)
+	if tks := recordedTakeovers(t, runs, runName); len(tks) != 1 || !tks[0].HandedBack || len(tks[0].NotRun) != 1 ||
+		!slices.Equal(tks[0].Notes, []string{"NOTE-4182 I closed the dialog"}) || !slices.Equal(tks[0].By, []string{takeoverBy}) {
+		t.Fatalf("the record's take overs: %+v", tks)
 	}
 }
 
@@ -378,17 +292,8 @@ func TestPageAfterTheRunEnds(t *testing.T) {
 	run(t, ctx, chromedp.Poll[bool](`Number(document.querySelector('#live').dataset.frames) >= 1 && !document.querySelector('#take').disabled`,
 		chromedp.WithPollingTimeout(20*time.Second)))
 
-	model, modelURL := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+	_, ts := d.scripted(t, respserver.Call(`{"type":"screenshot"}`),
 		respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`), respserver.Final("all done, FINAL-5521"))
-	defer model.Close()
-	c, err := guest.Dial(context.Background(), d.addr, d.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
-	ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
-	defer ts.Close()
 	atClick, taken := make(chan struct{}), make(chan struct{})
 	type result struct {
 		res *runner.RunResult
@@ -466,29 +371,14 @@ func TestPageAfterTheRunEnds(t *testing.T) {
 func TestHandBackWhileTheModelThinks(t *testing.T) {
 	d := startDesktop(t)
 	d.screenshot(t)
-	model, modelURL := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+	model, ts := d.scripted(t, respserver.Call(`{"type":"screenshot"}`),
 		respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`), respserver.Final("done"))
-	defer model.Close()
-	c, err := guest.Dial(context.Background(), d.addr, d.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
-	ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
-	defer ts.Close()
-	op, err := guest.Operate(context.Background(), d.addr, d.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
-	opCtx, opCancel := context.WithTimeout(context.Background(), time.Minute)
-	defer opCancel()
+	op, opCtx := d.operate(t)
 	var events []runner.Event
 	var personErr error
 	runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err = ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", OnEvent: func(e runner.Event) {
+	_, err := ts.Run(runCtx, runner.RunOptions{Model: "test", Input: "click it", OnEvent: func(e runner.Event) {
 		events = append(events, e)
 		if e.Kind != runner.EventResponse || e.Step != 2 {
 			return
@@ -500,7 +390,7 @@ func TestHandBackWhileTheModelThinks(t *testing.T) {
 				_, err := op.Input(opCtx, actions.Action{Type: actions.Click, Button: actions.Left, X: 200, Y: 100})
 				return err
 			}())
-		d.rec.Fill(t, 0, 0, 300, 300, color.RGBA{R: 250, G: 0, B: 200, A: 255})
+		d.rec.Fill(t, 0, 0, 300, 300, handBackPaint)
 		d.rec.Sync(t)
 		personErr = errors.Join(personErr, op.HandBack(opCtx, "NOTE-7319 moved the window"))
 	}}, runner.CallOptions{})
@@ -510,38 +400,13 @@ func TestHandBackWhileTheModelThinks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the run: %v", err)
 	}
-	d.rec.Sync(t)
-	for _, e := range d.rec.Events() {
-		if e.Kind == xrecorder.ButtonPress && e.X == 720 && e.Y == 450 {
+	for _, e := range d.presses(t) {
+		if e.X == 720 && e.Y == 450 {
 			t.Fatalf("the model's click, chosen before the take over, reached the desktop: %v", e)
 		}
 	}
-	reqs := model.Requests()
-	body := string(reqs[len(reqs)-1].Body)
-	for _, want := range []string{"A person took over the desktop", "did not run: 1. click left (640,400)", "NOTE-7319 moved the window"} {
-		if !strings.Contains(body, want) {
-			t.Errorf("the request after the hand back lacks %q", want)
-		}
-	}
-	_, rest, _ := strings.Cut(body, "data:image/png;base64,")
-	b64, _, _ := strings.Cut(rest, `"`)
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, g, b, _ := img.At(50, 50).RGBA(); r>>8 < 240 || g>>8 > 10 || b>>8 < 190 {
-		t.Fatalf("the screenshot after the hand back is not fresh: pixel (50,50) is %v", img.At(50, 50))
-	}
-	var back *runner.TakeoverEvent
-	for _, e := range events {
-		if e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverHandedBack {
-			back = e.Takeover
-		}
-	}
+	lastRequestAfterHandBack(t, model, handBackPaint, "did not run: 1. click left (640,400)", "NOTE-7319 moved the window")
+	back := handedBack(events)
 	if back == nil || back.Leases != 1 || !slices.Equal(back.Notes, []string{"NOTE-7319 moved the window"}) || len(back.NotRun) != 1 {
 		t.Fatalf("hand back event %+v", back)
 	}
@@ -560,7 +425,7 @@ func TestHandBackBeforeTheFinalMessage(t *testing.T) {
 	for _, held := range []bool{false, true} {
 		// Each case paints its own colour, so a screenshot from before
 		// it cannot pass for a fresh one.
-		name, paint := "handed back before the final message", color.RGBA{R: 250, G: 0, B: 200, A: 255}
+		name, paint := "handed back before the final message", handBackPaint
 		if held {
 			name, paint = "held when the final message arrives", color.RGBA{R: 0, G: 200, B: 250, A: 255}
 		}
@@ -570,24 +435,9 @@ func TestHandBackBeforeTheFinalMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			model, modelURL := respserver.Start(respserver.Call(`{"type":"screenshot"}`),
+			model, ts := d.scripted(t, respserver.Call(`{"type":"screenshot"}`),
 				respserver.Final("done"), respserver.Final("done, after the note"))
-			defer model.Close()
-			c, err := guest.Dial(context.Background(), d.addr, d.token)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
-			ts := runner.New(openai.NewClient(option.WithBaseURL(modelURL), option.WithAPIKey("test")), c)
-			defer ts.Close()
-			op, err := guest.Operate(context.Background(), d.addr, d.token)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer op.Close()
-			opCtx, opCancel := context.WithTimeout(context.Background(), time.Minute)
-			defer opCancel()
+			op, opCtx := d.operate(t)
 			note := "NOTE-5521 I saved the file for you"
 			act := func() error {
 				_, err := op.Input(opCtx, actions.Action{Type: actions.Click, Button: actions.Left, X: 200, Y: 100})
@@ -623,44 +473,88 @@ func TestHandBackBeforeTheFinalMessage(t *testing.T) {
 			if res.FinalMessage != "done, after the note" {
 				t.Fatalf("the run ended with %q, a final message written before the person's take over", res.FinalMessage)
 			}
-			reqs := model.Requests()
-			if len(reqs) != 3 {
-				t.Fatalf("the model got %d requests, want 3", len(reqs))
+			if n := len(model.Requests()); n != 3 {
+				t.Fatalf("the model got %d requests, want 3", n)
 			}
-			body := string(reqs[2].Body)
-			for _, want := range []string{"A person took over the desktop", "They performed 1 action(s)", note} {
-				if !strings.Contains(body, want) {
-					t.Errorf("the request after the hand back lacks %q:\n%.800s", want, body)
-				}
-			}
-			_, rest, _ := strings.Cut(body, "data:image/png;base64,")
-			b64, _, _ := strings.Cut(rest, `"`)
-			raw, err := base64.StdEncoding.DecodeString(b64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			img, err := png.Decode(bytes.NewReader(raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := color.RGBAModel.Convert(img.At(50, 50)).(color.RGBA); got != paint {
-				t.Fatalf("the screenshot after the hand back is not fresh: pixel (50,50) is %v, want %v", got, paint)
-			}
+			lastRequestAfterHandBack(t, model, paint, "They performed 1 action(s)", note)
 			if err := rec.Finish(res, nil); err != nil {
 				t.Fatal(err)
 			}
-			run, err := readRun(filepath.Join(runs, runName), runName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var tks []Takeover
-			for _, step := range run.StepList {
-				tks = append(tks, step.Takeovers...)
-			}
-			if len(tks) != 1 || !tks[0].HandedBack || !slices.Equal(tks[0].Notes, []string{note}) ||
+			if tks := recordedTakeovers(t, runs, runName); len(tks) != 1 || !tks[0].HandedBack || !slices.Equal(tks[0].Notes, []string{note}) ||
 				!slices.Equal(tks[0].By, []string{takeoverBy}) || len(tks[0].Actions) != 1 {
 				t.Fatalf("the record's take overs: %+v", tks)
 			}
 		})
 	}
+}
+
+// handBackPaint is what a person paints on the desktop before handing
+// back, for the screenshot the model gets next to show.
+var handBackPaint = color.RGBA{R: 250, G: 0, B: 200, A: 255}
+
+// operate connects to d's agentd in the operator role, as the console
+// does for a person who takes over; the context bounds its calls.
+func (d *desktop) operate(t *testing.T) (*guest.Operator, context.Context) {
+	t.Helper()
+	op, err := guest.Operate(context.Background(), d.addr, d.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { op.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return op, ctx
+}
+
+// lastRequestAfterHandBack checks the model's last request: it tells of
+// the take over with each of wants, and its screenshot is fresh, showing
+// paint at (50,50).
+func lastRequestAfterHandBack(t *testing.T, model *respserver.Server, paint color.RGBA, wants ...string) {
+	t.Helper()
+	reqs := model.Requests()
+	body := string(reqs[len(reqs)-1].Body)
+	for _, want := range append([]string{"A person took over the desktop"}, wants...) {
+		if !strings.Contains(body, want) {
+			t.Errorf("the request after the hand back lacks %q:\n%.800s", want, body)
+		}
+	}
+	_, rest, _ := strings.Cut(body, "data:image/png;base64,")
+	b64, _, _ := strings.Cut(rest, `"`)
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := color.RGBAModel.Convert(img.At(50, 50)).(color.RGBA); got != paint {
+		t.Fatalf("the screenshot after the hand back is not fresh: pixel (50,50) is %v, want %v", got, paint)
+	}
+}
+
+// handedBack is the last hand back among events, nil if there is none.
+func handedBack(events []runner.Event) *runner.TakeoverEvent {
+	var back *runner.TakeoverEvent
+	for _, e := range events {
+		if e.Kind == runner.EventTakeover && e.Takeover.Phase == runner.TakeoverHandedBack {
+			back = e.Takeover
+		}
+	}
+	return back
+}
+
+// recordedTakeovers are the take overs in the record of run runName, in
+// order.
+func recordedTakeovers(t *testing.T, runs, runName string) []Takeover {
+	t.Helper()
+	run, err := readRun(filepath.Join(runs, runName), runName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tks []Takeover
+	for _, step := range run.StepList {
+		tks = append(tks, step.Takeovers...)
+	}
+	return tks
 }
