@@ -169,11 +169,7 @@ func TestConsoleEvalSymlinkRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startConsole(t, Config{RunsDir: t.TempDir(), EvalsDir: evals})
-	c := client(t)
-	if r := get(t, c, s.URL(), nil); r.StatusCode != http.StatusSeeOther {
-		t.Fatalf("sign in: HTTP %d", r.StatusCode)
-	}
-	for path, code := range map[string]int{
+	signedInCodes(t, s, map[string]int{
 		"/api/evals":                      http.StatusOK,
 		"/api/evals/ev":                   http.StatusOK,
 		"/api/evals/ev/a/1":               http.StatusOK,
@@ -187,9 +183,5 @@ func TestConsoleEvalSymlinkRefused(t *testing.T) {
 		"/api/evals/nothing/a/1":          http.StatusNotFound,
 		"/api/evals/ev/A/1/step-001.png":  http.StatusNotFound,
 		"/api/evals/ev/a/1x/step-001.png": http.StatusNotFound,
-	} {
-		if r := get(t, c, s.Base()+path, nil); r.StatusCode != code {
-			t.Errorf("%s: HTTP %d, want %d", path, r.StatusCode, code)
-		}
-	}
+	})
 }

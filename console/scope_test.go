@@ -113,20 +113,12 @@ func TestConsoleRecordSymlinkRefused(t *testing.T) {
 	}
 
 	s := startConsole(t, Config{RunsDir: runs})
-	c := client(t)
-	if r := get(t, c, s.URL(), nil); r.StatusCode != http.StatusSeeOther {
-		t.Fatalf("sign in: HTTP %d", r.StatusCode)
-	}
-	for path, code := range map[string]int{
+	signedInCodes(t, s, map[string]int{
 		"/api/runs/r1/step-001.png": http.StatusOK,
 		"/api/runs/r1":              http.StatusOK,
 		"/api/runs/r1/step-009.png": http.StatusNotFound,
 		"/api/runs/r2/step-001.png": http.StatusNotFound,
 		"/api/runs/r2":              http.StatusNotFound,
 		"/api/runs/r3":              http.StatusNotFound,
-	} {
-		if r := get(t, c, s.Base()+path, nil); r.StatusCode != code {
-			t.Errorf("%s: HTTP %d, want %d", path, r.StatusCode, code)
-		}
-	}
+	})
 }

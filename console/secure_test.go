@@ -32,6 +32,20 @@ func client(t testing.TB) *http.Client {
 	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
+// signedInCodes signs in to s and checks the HTTP status of each path.
+func signedInCodes(t *testing.T, s *Server, codes map[string]int) {
+	t.Helper()
+	c := client(t)
+	if r := get(t, c, s.URL(), nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in: HTTP %d", r.StatusCode)
+	}
+	for path, code := range codes {
+		if r := get(t, c, s.Base()+path, nil); r.StatusCode != code {
+			t.Errorf("%s: HTTP %d, want %d", path, r.StatusCode, code)
+		}
+	}
+}
+
 func get(t testing.TB, c *http.Client, u string, header map[string]string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, u, nil)
