@@ -7,7 +7,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/agentd-dev/agentd/runner/ledger"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -22,11 +21,7 @@ func TestResumedRequestNamesItsResponse(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ts, srv, _ := setup(t, respserver.Call(`{"type":"type","text":"hi"}`), respserver.Final("done"))
 			dir := t.TempDir()
-			f, err := ledger.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := openLedger(t, dir)
 			// The 5th checkpoint is the pending one of request 2 (request,
 			// response, before and after the call come first).
 			o := opts()

@@ -37,7 +37,7 @@ func TestIterateEagerStopRunsNoDeferredCall(t *testing.T) {
 	srv, url := respserver.Start(respserver.Items(respserver.FunctionCall("early", `{}`), respserver.FunctionCall("later", `{}`)),
 		respserver.Final("done"))
 	t.Cleanup(srv.Close)
-	led := &crashLedger{f: openLedger(t)}
+	led := &crashLedger{f: openLedger(t, t.TempDir())}
 	o := RunOptions{Model: "m", Input: "go", MaxSteps: 5, Ledger: led,
 		Tools:  []Tool{countingNamed(t, "early", &early), countingNamed(t, "later", &later)},
 		Stream: &Streaming{Eager: true, EarlyExecution: &EarlyExecution{Functions: []string{"early"}}}}

@@ -13,7 +13,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/runner/ledger"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
@@ -102,7 +101,7 @@ func TestIterateStopRunsNothingOfTheTurn(t *testing.T) {
 				respserver.Call(shot),
 				respserver.Items(respserver.ComputerCall(`{"type":"click","x":3,"y":4}`), respserver.FunctionCall("note", `{}`)),
 				respserver.Final("done"))
-			led := &crashLedger{f: openLedger(t)}
+			led := &crashLedger{f: openLedger(t, t.TempDir())}
 			o := opts()
 			o.Tools, o.Stream, o.Ledger = []Tool{countingFunction(t, &runs)}, m.stream, led
 			it := ts.Iterate(context.Background(), o, CallOptions{})
@@ -148,16 +147,6 @@ func TestIterateStopRunsNothingOfTheTurn(t *testing.T) {
 	}
 }
 
-func openLedger(t *testing.T) *ledger.File {
-	t.Helper()
-	f, err := ledger.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
 // A run stopped at a turn resumes from its ledger: the stopped turn's
 // request is asked again and its calls run once, then.
 func TestIterateStoppedRunResumes(t *testing.T) {
@@ -165,7 +154,7 @@ func TestIterateStoppedRunResumes(t *testing.T) {
 	script := []respserver.Turn{respserver.Items(respserver.FunctionCall("note", `{}`)), respserver.Final("done")}
 	srv, url := respserver.Start(script...)
 	t.Cleanup(srv.Close)
-	led := &crashLedger{f: openLedger(t)}
+	led := &crashLedger{f: openLedger(t, t.TempDir())}
 	o := RunOptions{Model: "m", Input: "go", MaxSteps: 5, Tools: []Tool{countingFunction(t, &runs)}, Ledger: led}
 	it := NewRunner(openai.NewClient(option.WithBaseURL(url), option.WithAPIKey(testKey))).Iterate(context.Background(), o)
 	for range it.Turns() {

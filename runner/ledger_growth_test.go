@@ -67,11 +67,7 @@ func TestMeasureLedgerGrowth(t *testing.T) {
 			turns = append(turns, respserver.Final("done"))
 			ts, srv, d := setup(t, turns...)
 			d.png, d.size.W, d.size.H = noise, 180, 180
-			f, err := ledger.Open(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := openLedger(t, t.TempDir())
 			led := &timedLedger{File: f, saves: map[int][]time.Duration{}, size: map[int]int64{}}
 			o := opts()
 			o.MaxSteps, o.Ledger = steps, led

@@ -22,6 +22,18 @@ type crashLedger struct {
 	phases  []string
 }
 
+// openLedger opens the checkpoints in dir. The file closes when the test
+// ends; a test that opens it again, as a resumed run does, closes it first.
+func openLedger(t *testing.T, dir string) *ledger.File {
+	t.Helper()
+	f, err := ledger.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 var errCrash = errors.New("simulated crash")
 
 func (c *crashLedger) Save(data []byte) error {
@@ -55,11 +67,7 @@ func (c *crashLedger) last(t *testing.T) *Checkpoint {
 
 func TestCheckpointsAtEveryBoundary(t *testing.T) {
 	ts, srv, _ := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
-	f, err := ledger.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openLedger(t, t.TempDir())
 	led := &crashLedger{f: f}
 	o := opts()
 	o.Ledger = led
@@ -87,10 +95,7 @@ func TestResumeAfterACrashBeforeARequest(t *testing.T) {
 			// re-sending outputs of calls older than the last response.
 			ts, srv, d := setup(t, respserver.Call(`{"type":"type","text":"hi"}`), respserver.Final("done"))
 			dir := t.TempDir()
-			f, err := ledger.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := openLedger(t, dir)
 			// The 5th checkpoint is the pending one of request 2.
 			led := &crashLedger{f: f, crashAt: 5}
 			o := opts()
@@ -104,11 +109,7 @@ func TestResumeAfterACrashBeforeARequest(t *testing.T) {
 			}
 			f.Close()
 
-			f, err = ledger.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f = openLedger(t, dir)
 			led = &crashLedger{f: f}
 			cp := led.last(t)
 			if cp.Phase != PhaseRequest || cp.Step != 2 {
@@ -146,11 +147,7 @@ func TestResumeAfterACrashBeforeARequest(t *testing.T) {
 
 func TestResumeRefusesACheckpointInsideTheCalls(t *testing.T) {
 	ts, _, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
-	f, err := ledger.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openLedger(t, t.TempDir())
 	// The 7th checkpoint is before the click.
 	led := &crashLedger{f: f, crashAt: 7}
 	o := opts()

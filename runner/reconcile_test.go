@@ -14,7 +14,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/agentd-dev/agentd/runner/ledger"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -66,10 +65,7 @@ func TestResumeInsideAResponse(t *testing.T) {
 func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, stateless bool, crashAt int, answer Reconciliation, checkID string) {
 	ts, srv, d := setup(t, turns...)
 	dir := t.TempDir()
-	f, err := ledger.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openLedger(t, dir)
 	var approvals atomic.Int32
 	calls := CallOptions{ApproveSafetyChecks: func(_ context.Context, _ CallInfo, cs []SafetyCheck) (any, error) {
 		approvals.Add(1)
@@ -91,11 +87,7 @@ func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, stateless bool
 	f.Close()
 	before, approvedBefore := d.kinds(), approvals.Load()
 
-	f, err = ledger.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f = openLedger(t, dir)
 	led := &crashLedger{f: f}
 	cp := led.last(t)
 	u, err := cp.Uncertain()
@@ -160,11 +152,7 @@ func answers(a Reconciliation) []Reconciliation {
 // an uncertain call does not resume and the desktop is untouched.
 func TestResumeNeedsAReconciliation(t *testing.T) {
 	ts, _, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
-	f, err := ledger.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openLedger(t, t.TempDir())
 	led := &crashLedger{f: f, crashAt: 7} // before the click
 	o := opts()
 	o.Ledger = led
@@ -194,11 +182,7 @@ func TestResumeNeedsAReconciliation(t *testing.T) {
 // refused before anything acts: its coordinates would land elsewhere.
 func TestResumeInAnotherViewIsRefused(t *testing.T) {
 	ts, _, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
-	f, err := ledger.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openLedger(t, t.TempDir())
 	led := &crashLedger{f: f, crashAt: 6} // the second response, before its click
 	o := opts()
 	o.Ledger = led
@@ -208,7 +192,7 @@ func TestResumeInAnotherViewIsRefused(t *testing.T) {
 	cp := led.last(t)
 	d.size = scaling.Size{W: 32, H: 20}
 	before := len(d.kinds())
-	_, err = ts.Resume(context.Background(), cp, opts(), CallOptions{})
+	_, err := ts.Resume(context.Background(), cp, opts(), CallOptions{})
 	if err == nil || !strings.Contains(err.Error(), "the model saw 64x40 screenshots, but the driver's view gives 32x20") {
 		t.Fatalf("resume: %v", err)
 	}
@@ -235,11 +219,7 @@ func TestResumeUncertainFunction(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := NewRunner(openai.NewClient(option.WithBaseURL(url), option.WithAPIKey(testKey)))
-			f, err := ledger.Open(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := openLedger(t, t.TempDir())
 			led := &crashLedger{f: f, crashAt: 3} // request, response, before the call
 			o := RunOptions{Model: "m", Input: "book it", Tools: []Tool{book}, Ledger: led}
 			if _, err := r.Run(context.Background(), o); !errors.Is(err, errCrash) {
