@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,16 +37,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := readRun(filepath.Join(s.cfg.RunsDir, id), id)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			http.Error(w, "no such run", http.StatusNotFound)
-			return
-		}
-		s.cfg.Logf("console: run %s: %v", id, err)
-		http.Error(w, "this run's record cannot be read", http.StatusInternalServerError)
-		return
-	}
-	writeJSON(w, run)
+	s.serveRead(w, run, err, "run "+id, "no such run", "this run's record cannot be read")
 }
 
 func (s *Server) serveRunFile(w http.ResponseWriter, r *http.Request) {
@@ -55,16 +47,39 @@ func (s *Server) serveRunFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, fi, err := openRecordFile(s.cfg.RunsDir, id, name)
+	s.servePNG(w, r, f, fi, err, "run "+id)
+}
+
+// serveRead answers v, read from a record with err, as JSON. What does not
+// exist is noSuch (404); what cannot be read is unreadable (500), and the
+// console logs why, about naming the record.
+func (s *Server) serveRead(w http.ResponseWriter, v any, err error, about, noSuch, unreadable string) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		http.Error(w, noSuch, http.StatusNotFound)
+	case err != nil:
+		s.cfg.Logf("console: %s: %v", about, err)
+		http.Error(w, unreadable, http.StatusInternalServerError)
+	default:
+		writeJSON(w, v)
+	}
+}
+
+// servePNG serves a record's screenshot f, opened with err. One that cannot
+// be opened is "no such file" either way: a request may not tell a missing
+// file from one it may not read; the console logs the latter, about naming
+// the record.
+func (s *Server) servePNG(w http.ResponseWriter, r *http.Request, f *os.File, fi fs.FileInfo, err error, about string) {
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			s.cfg.Logf("console: run %s: %v", id, err)
+			s.cfg.Logf("console: %s: %v", about, err)
 		}
 		http.Error(w, "no such file", http.StatusNotFound)
 		return
 	}
 	defer f.Close()
 	w.Header().Set("Content-Type", "image/png")
-	http.ServeContent(w, r, name, fi.ModTime(), f)
+	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -205,16 +205,7 @@ func (s *Server) serveEval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev, err := readEval(s.cfg.EvalsDir, id)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			http.Error(w, "no such evaluation", http.StatusNotFound)
-			return
-		}
-		s.cfg.Logf("console: evaluation %s: %v", id, err)
-		http.Error(w, "this evaluation cannot be read", http.StatusInternalServerError)
-		return
-	}
-	writeJSON(w, ev)
+	s.serveRead(w, ev, err, "evaluation "+id, "no such evaluation", "this evaluation cannot be read")
 }
 
 // trialPath checks a trial's request: its evaluation, task and trial.
@@ -255,14 +246,5 @@ func (s *Server) serveTrialFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, fi, err := openUnder(s.cfg.EvalsDir, trialRecord(id, task, trial), name)
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			s.cfg.Logf("console: evaluation %s, %s trial %s: %v", id, task, trial, err)
-		}
-		http.Error(w, "no such file", http.StatusNotFound)
-		return
-	}
-	defer f.Close()
-	w.Header().Set("Content-Type", "image/png")
-	http.ServeContent(w, r, name, fi.ModTime(), f)
+	s.servePNG(w, r, f, fi, err, fmt.Sprintf("evaluation %s, %s trial %s", id, task, trial))
 }
