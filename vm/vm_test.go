@@ -30,6 +30,15 @@ type fakeEnv struct {
 	port      int
 }
 
+// noStateLeft checks that a failed Up removed the host-side state of the
+// guest name again.
+func (f *fakeEnv) noStateLeft(t *testing.T, name string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(f.stateRoot, name)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("state left behind: %v", err)
+	}
+}
+
 // newFake puts the fake limactl first on PATH and starts an HTTP server
 // answering /healthz with status, standing in for agentd behind Lima's
 // forward (the guest's port is given to Up as Config.HostPort).
@@ -316,9 +325,7 @@ func TestUpLimactlMissing(t *testing.T) {
 	if _, err := Up(ctxT(t), cfg, nil); !errors.Is(err, ErrNoLimactl) {
 		t.Fatalf("Up with a Limactl that does not exist: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(f.stateRoot, cfg.Name)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("state left behind: %v", err)
-	}
+	f.noStateLeft(t, cfg.Name)
 }
 
 func TestUpLimaTooOld(t *testing.T) {
@@ -330,9 +337,7 @@ func TestUpLimaTooOld(t *testing.T) {
 		t.Fatalf("Up with Lima 0.23: %v", err)
 	}
 	wantCalls(t, f.calls(t), [][]string{{"--version"}})
-	if _, err := os.Stat(filepath.Join(f.stateRoot, cfg.Name)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("state left behind: %v", err)
-	}
+	f.noStateLeft(t, cfg.Name)
 }
 
 // failedUp checks what every failed start has in common: the error names
@@ -353,9 +358,7 @@ func failedUp(t *testing.T, f *fakeEnv, cfg Config, upTo string) error {
 	if _, err := os.Stat(f.instance(cfg.Name)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("instance left behind: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(f.stateRoot, cfg.Name)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("state left behind: %v", err)
-	}
+	f.noStateLeft(t, cfg.Name)
 	return err
 }
 
@@ -403,9 +406,7 @@ func TestUpDeadline(t *testing.T) {
 		!errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Up with a limactl that hangs: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(f.stateRoot, cfg.Name)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("state left behind: %v", err)
-	}
+	f.noStateLeft(t, cfg.Name)
 }
 
 func TestUpProvisioningFails(t *testing.T) {
