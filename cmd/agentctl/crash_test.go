@@ -66,10 +66,11 @@ func (r *crashRig) command(url, crashAt string, args ...string) *exec.Cmd {
 
 // killed runs agentctl until it kills itself at crashAt and returns the run's
 // record folder.
-func (r *crashRig) killed(url, crashAt, recordDir string) string {
+func (r *crashRig) killed(url, crashAt, recordDir string, extra ...string) string {
 	t := r.t
 	t.Helper()
-	out, err := r.command(url, crashAt, "--max-steps", "6", "--record-dir", recordDir, "click and type").CombinedOutput()
+	args := append([]string{"--max-steps", "6", "--record-dir", recordDir}, extra...)
+	out, err := r.command(url, crashAt, append(args, "click and type")...).CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("agentctl with %s=%s: %v, want it killed\n%s", session.CrashEnv, crashAt, err, out)
@@ -251,18 +252,9 @@ func TestCrashResumeInTheRunsView(t *testing.T) {
 	for _, noted := range []bool{false, true} {
 		srv, url := respserver.Start(crashScript()...)
 		r.rec.Clear()
-		recordDir := t.TempDir()
-		out, err := r.command(url, "response:2", "--view", "320x200", "--max-steps", "6", "--record-dir", recordDir, "click and type").CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("agentctl with %s=response:2: %v, want it killed\n%s", session.CrashEnv, err, out)
-		}
-		runs, _ := filepath.Glob(filepath.Join(recordDir, "*"))
-		if len(runs) != 1 {
-			t.Fatalf("records %v", runs)
-		}
+		record := r.killed(url, "response:2", t.TempDir(), "--view", "320x200")
 		if !noted {
-			events := filepath.Join(runs[0], "events.jsonl")
+			events := filepath.Join(record, "events.jsonl")
 			data, err := os.ReadFile(events)
 			if err != nil {
 				t.Fatal(err)
@@ -272,7 +264,7 @@ func TestCrashResumeInTheRunsView(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		resume := exec.Command(r.agentctl, "run", "--guest", r.addr, "--resume", runs[0])
+		resume := exec.Command(r.agentctl, "run", "--guest", r.addr, "--resume", record)
 		resume.Env = append(os.Environ(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY=sk-crash-test", "AGENTD_TOKEN="+crashToken, "XDG_STATE_HOME="+r.state)
 		if out, err := resume.CombinedOutput(); err != nil {
 			t.Fatalf("resume without --view (view noted: %v): %v\n%s", noted, err, out)
@@ -284,14 +276,14 @@ func TestCrashResumeInTheRunsView(t *testing.T) {
 				t.Fatalf("the model's click at 100,100 of its 320x200 view landed at %d,%d, want 200,200 (view noted: %v)", e.X, e.Y, noted)
 			}
 		}
-		data, err := os.ReadFile(filepath.Join(runs[0], "events.jsonl"))
+		data, err := os.ReadFile(filepath.Join(record, "events.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if noted && !strings.Contains(string(data), `"view":"320x200"`) {
 			t.Fatalf("the start note has no view:\n%s", data)
 		}
-		if note := resumeNote(t, runs[0]); !strings.Contains(note, `"view":"320x200"`) {
+		if note := resumeNote(t, record); !strings.Contains(note, `"view":"320x200"`) {
 			t.Fatalf("the resume line does not say its view: %s", note)
 		}
 	}
@@ -308,33 +300,24 @@ func TestCrashResumeCodeAndBrowserModes(t *testing.T) {
 		t.Helper()
 		srv, url := respserver.Start(turns...)
 		defer srv.Close()
-		records := t.TempDir()
-		out, err := r.command(url, "after_call:1", append(append([]string{"--max-steps", "5", "--record-dir", records}, args...), "the task")...).CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("agentctl with %s=after_call:1: %v, want it killed\n%s", session.CrashEnv, err, out)
-		}
-		runs, _ := filepath.Glob(filepath.Join(records, "*"))
-		if len(runs) != 1 {
-			t.Fatalf("records %v", runs)
-		}
-		if out, err := r.command(url, "", "--resume", runs[0]).CombinedOutput(); err != nil {
+		record := r.killed(url, "after_call:1", t.TempDir(), append([]string{"--max-steps", "5"}, args...)...)
+		if out, err := r.command(url, "", "--resume", record).CombinedOutput(); err != nil {
 			t.Fatalf("resume: %v\n%s", err, out)
 		}
 		if err := srv.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if note := resumeNote(t, runs[0]); !strings.Contains(note, `"phase":"after_call"`) {
+		if note := resumeNote(t, record); !strings.Contains(note, `"phase":"after_call"`) {
 			t.Fatalf("resume line %s, want the checkpoint after the first call", note)
 		}
-		data, err := os.ReadFile(filepath.Join(runs[0], "events.jsonl"))
+		data, err := os.ReadFile(filepath.Join(record, "events.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(data), `"ok":true`) {
 			t.Fatalf("the resumed run did not end well:\n%s", data)
 		}
-		return runs[0]
+		return record
 	}
 
 	t.Run("code", func(t *testing.T) {
