@@ -50,23 +50,12 @@ func TestRunResumeAsksOnATerminal(t *testing.T) {
 		respserver.Call(`{"type":"screenshot"}`),
 		respserver.Call(`{"type":"type","text":"once"}`),
 		respserver.Final("done"))
-	d.block = make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-d.block; cancel() }()
 	var out agentdtest.SyncBuffer
-	if err := runCommand(ctx, []string{"--guest", "127.0.0.1:7000", "--max-steps", "5", "--record-dir", dir, "the task"},
-		devNull(t), &out, &out); err == nil {
-		t.Fatal("the cancelled run succeeded")
-	}
-	d.block = nil
-	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(runs) != 1 {
-		t.Fatalf("records %v", runs)
-	}
+	record := d.cancelledRun(t, dir, &out, &out)
 	var prompts agentdtest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--resume", runs[0]}, tty, &out, &prompts)
+		done <- runCommand(context.Background(), []string{"--guest", "127.0.0.1:7000", "--resume", record}, tty, &out, &prompts)
 	}()
 	answer := func(question, line string) {
 		deadline := time.Now().Add(30 * time.Second)
@@ -85,7 +74,7 @@ func TestRunResumeAsksOnATerminal(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("resume: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"type 4 chars", filepath.Join(runs[0], "step-001.png")} {
+	for _, want := range []string{"type 4 chars", filepath.Join(record, "step-001.png")} {
 		if !strings.Contains(prompts.String(), want) {
 			t.Errorf("the question does not show %q:\n%s", want, prompts.String())
 		}

@@ -85,25 +85,14 @@ func TestRunResumeReconcile(t *testing.T) {
 		devNull(t), &out, &errOut); err == nil || !strings.Contains(err.Error(), "--reconcile is for --resume") {
 		t.Fatalf("--reconcile without --resume: %v", err)
 	}
-	d.block = make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-d.block; cancel() }()
-	if err := runCommand(ctx, []string{"--guest", "127.0.0.1:7000", "--max-steps", "5", "--record-dir", dir, "the task"},
-		devNull(t), &out, &errOut); err == nil {
-		t.Fatal("the cancelled run succeeded")
-	}
-	d.block = nil
-	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(runs) != 1 {
-		t.Fatalf("records %v", runs)
-	}
+	record := d.cancelledRun(t, dir, &out, &errOut)
 	resume := func(more ...string) error {
 		out.Reset()
-		return runCommand(context.Background(), append([]string{"--guest", "127.0.0.1:7000", "--resume", runs[0]}, more...),
+		return runCommand(context.Background(), append([]string{"--guest", "127.0.0.1:7000", "--resume", record}, more...),
 			devNull(t), &out, &errOut)
 	}
 	err := resume()
-	for _, want := range []string{"type 4 chars", "--reconcile done", "no terminal", filepath.Join(runs[0], "step-001.png")} {
+	for _, want := range []string{"type 4 chars", "--reconcile done", "no terminal", filepath.Join(record, "step-001.png")} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("resume without a terminal: %v, want %q named", err, want)
 		}
@@ -120,7 +109,7 @@ func TestRunResumeReconcile(t *testing.T) {
 	if len(d.actions) != 2 || d.actions[1].Text != "once" {
 		t.Fatalf("actions %v, want the typing again", d.actions)
 	}
-	events, err := os.ReadFile(filepath.Join(runs[0], "events.jsonl"))
+	events, err := os.ReadFile(filepath.Join(record, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

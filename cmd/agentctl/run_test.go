@@ -8,6 +8,7 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,6 +102,25 @@ func harness(t *testing.T, turns ...respserver.Turn) (*respserver.Server, *deskt
 	}
 	t.Cleanup(func() { dialGuest = old })
 	return srv, d, t.TempDir()
+}
+
+// cancelledRun runs agentctl run on d, cancelled once d's typing starts, and
+// returns the record the stopped run left in dir.
+func (d *desktop) cancelledRun(t *testing.T, dir string, out, errOut io.Writer) string {
+	t.Helper()
+	d.block = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-d.block; cancel() }()
+	if err := runCommand(ctx, []string{"--guest", "127.0.0.1:7000", "--max-steps", "5", "--record-dir", dir, "the task"},
+		devNull(t), out, errOut); err == nil {
+		t.Fatal("the cancelled run succeeded")
+	}
+	d.block = nil
+	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(runs) != 1 {
+		t.Fatalf("records %v", runs)
+	}
+	return runs[0]
 }
 
 func devNull(t *testing.T) *os.File {
