@@ -269,12 +269,20 @@ func blockingSetup(t *testing.T) (*Toolset, *respserver.Server, *fakeDriver) {
 	return ts, srv, d
 }
 
-func TestBusy(t *testing.T) {
-	ts, _, d := blockingSetup(t)
-	ctx, cancel := context.WithCancel(context.Background())
+// runBlocked starts a run of ts in the background and returns once the run
+// types on d, where blockingSetup's driver holds it; the run's error
+// arrives on the channel.
+func runBlocked(ctx context.Context, ts *Toolset, d *fakeDriver) <-chan error {
 	done := make(chan error, 1)
 	go func() { _, err := ts.Run(ctx, opts(), CallOptions{}); done <- err }()
 	<-d.started
+	return done
+}
+
+func TestBusy(t *testing.T) {
+	ts, _, d := blockingSetup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runBlocked(ctx, ts, d)
 
 	start := time.Now()
 	_, err := ts.Run(context.Background(), opts(), CallOptions{})
@@ -315,9 +323,7 @@ func TestBusyConcurrentExecute(t *testing.T) {
 
 func TestCloseWhileRunning(t *testing.T) {
 	ts, srv, d := blockingSetup(t)
-	done := make(chan error, 1)
-	go func() { _, err := ts.Run(context.Background(), opts(), CallOptions{}); done <- err }()
-	<-d.started
+	done := runBlocked(context.Background(), ts, d)
 	if s := ts.Status(); s != StatusOpen {
 		t.Fatalf("status %s while running, want open", s)
 	}
@@ -344,9 +350,7 @@ func TestCloseWhileRunning(t *testing.T) {
 func TestCancelDuringType(t *testing.T) {
 	ts, srv, d := blockingSetup(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { _, err := ts.Run(ctx, opts(), CallOptions{}); done <- err }()
-	<-d.started
+	done := runBlocked(ctx, ts, d)
 	cancel()
 	err := <-done
 	if !errors.Is(err, context.Canceled) {
