@@ -132,6 +132,24 @@ func startAgentd(t *testing.T, bin, display, tokenFile string, extra ...string) 
 	}
 }
 
+// restartDisplay is a recorded Xvfb on which a test starts agentd, kills
+// it and starts the next one, each with the test token.
+type restartDisplay struct {
+	t                    *testing.T
+	bin, name, tokenFile string
+	rec                  *xrecorder.Recorder
+}
+
+func newRestartDisplay(t *testing.T) *restartDisplay {
+	x := xvfbtest.Start(t, 1024, 768)
+	return &restartDisplay{t: t, bin: agentdtest.Binary(t), name: x.Display, tokenFile: writeToken(t, testToken, 0o600), rec: xrecorder.Start(t, x.Display)}
+}
+
+func (x *restartDisplay) start() *daemon {
+	x.t.Helper()
+	return startAgentd(x.t, x.bin, x.name, x.tokenFile)
+}
+
 func ctx10(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -143,11 +161,9 @@ func ctx10(t *testing.T) context.Context {
 // nothing stays pressed; a new agentd on the same display accepts a new
 // session. Neither agentd logs the token, refusals included.
 func TestKilledMidBatch(t *testing.T) {
-	bin := agentdtest.Binary(t)
-	x := xvfbtest.Start(t, 1024, 768)
-	rec := xrecorder.Start(t, x.Display)
-	tokenFile := writeToken(t, testToken, 0o600)
-	first := startAgentd(t, bin, x.Display, tokenFile)
+	x := newRestartDisplay(t)
+	rec := x.rec
+	first := x.start()
 
 	if _, err := guest.Dial(ctx10(t), first.addr, testToken[:len(testToken)-1]+"X"); err == nil {
 		t.Fatal("a wrong token was accepted")
@@ -190,7 +206,7 @@ func TestKilledMidBatch(t *testing.T) {
 		t.Fatalf("left pressed by the killed agentd: keys %v mask %#x", keys, mask)
 	}
 
-	second := startAgentd(t, bin, x.Display, tokenFile)
+	second := x.start()
 	c2, err := guest.Dial(ctx10(t), second.addr, testToken)
 	if err != nil {
 		t.Fatalf("new agentd: %v", err)
@@ -222,11 +238,9 @@ func TestKilledMidBatch(t *testing.T) {
 // that is gone, so they stay down until the next agentd starts: it
 // releases what is down on its display before serving.
 func TestKilledMidDragNewAgentdReleases(t *testing.T) {
-	bin := agentdtest.Binary(t)
-	x := xvfbtest.Start(t, 1024, 768)
-	rec := xrecorder.Start(t, x.Display)
-	tokenFile := writeToken(t, testToken, 0o600)
-	first := startAgentd(t, bin, x.Display, tokenFile)
+	x := newRestartDisplay(t)
+	rec := x.rec
+	first := x.start()
 	c, err := guest.Dial(ctx10(t), first.addr, testToken)
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +268,7 @@ func TestKilledMidDragNewAgentdReleases(t *testing.T) {
 		t.Fatalf("the kill left keys %v mask %#x: want shift and the button still down (the drag was not interrupted?)", keys, mask)
 	}
 
-	second := startAgentd(t, bin, x.Display, tokenFile)
+	second := x.start()
 	rec.Sync(t)
 	if keys, mask := rec.Down(t); len(keys) != 0 || mask&0xff != 0 || mask&xrecorder.Button1Mask != 0 {
 		t.Fatalf("still pressed once the new agentd runs: keys %v mask %#x", keys, mask)
