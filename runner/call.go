@@ -34,9 +34,24 @@ import (
 // The returned item is the computer_call_output to send back; on failure the
 // error is a *RunError.
 func (t *Toolset) Execute(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions, onEvent func(Event)) (responses.ResponseInputItemComputerCallOutputParam, error) {
-	var zero responses.ResponseInputItemComputerCallOutputParam
+	p, png, err := t.execute(ctx, call, opts, onEvent)
+	if err != nil {
+		return responses.ResponseInputItemComputerCallOutputParam{}, err
+	}
+	return outputParam(p, png), nil
+}
+
+// ExecuteShot is Execute for a caller that sends the settled screenshot
+// itself (the MCP server): it returns the screenshot's PNG, without the
+// computer_call_output, whose data URL would be encoded for nothing.
+func (t *Toolset) ExecuteShot(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions, onEvent func(Event)) ([]byte, error) {
+	_, png, err := t.execute(ctx, call, opts, onEvent)
+	return png, err
+}
+
+func (t *Toolset) execute(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions, onEvent func(Event)) (*plan, []byte, error) {
 	if err := t.acquire(); err != nil {
-		return zero, &RunError{Err: err}
+		return nil, nil, &RunError{Err: err}
 	}
 	defer t.release()
 	x := &session{onEvent: onEvent}
@@ -46,16 +61,16 @@ func (t *Toolset) Execute(ctx context.Context, call responses.ResponseComputerTo
 
 	p, err := c.prepare(call)
 	if err != nil {
-		return zero, x.fail(err)
+		return nil, nil, x.fail(err)
 	}
 	if err := p.Approve(ctx, s); err != nil {
-		return zero, x.fail(err)
+		return nil, nil, x.fail(err)
 	}
 	png, err := c.runCall(ctx, s, p)
 	if err != nil {
-		return zero, x.fail(err)
+		return nil, nil, x.fail(err)
 	}
-	return outputParam(p, png), nil
+	return p, png, nil
 }
 
 // computerTool is the computer toolset as one Tool of a run.

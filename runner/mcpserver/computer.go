@@ -135,7 +135,7 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 	case x.srv.cfg.Confirm:
 		opts.BeforeAction = x.confirmer()
 	}
-	_, err = x.ts.Execute(ctx, call, opts, func(e runner.Event) {
+	_, err = x.ts.ExecuteShot(ctx, call, opts, func(e runner.Event) {
 		x.event(e)
 		if e.Kind == runner.EventAction && e.Action != nil {
 			prog.step(ctx, e.Action.Summary)
