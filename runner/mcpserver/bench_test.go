@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +19,8 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
+	"github.com/agentd-dev/agentd/internal/cputime"
+	"github.com/agentd-dev/agentd/internal/mcpraw"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/randhex"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
@@ -49,32 +51,30 @@ func benchGuest(b *testing.B) *guest.Client {
 	}
 	cmd := exec.Command(agentdtest.Binary(b), "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--token-file", tokenFile)
 	addr, _ := agentdtest.Start(b, cmd, addrFile, 30*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := guest.Dial(ctx, addr, token)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	return c
+	return agentdtest.Dial(b, addr, token)
 }
 
 // BenchmarkComputerCall is one MCP computer call (a move and its settled
-// screenshot in a 1280×800 fitted view) from the SDK's client over a pair
-// of pipes, its run record written; BenchmarkComputerCallAct the same call
-// through the guest client alone. Their difference is the MCP server's own
-// cost (agentctl bench's mcp-call and act-call figures), with and without
-// the session's run record; profile it with
+// screenshot in a 1280×800 fitted view) over a pair of pipes, as a stdio
+// client's; BenchmarkComputerCallAct the same call through the guest client
+// alone. "raw" asks with a client that reads the response's bytes without
+// decoding them (mcpraw): its difference from the act call is the MCP
+// server's own cost (agentctl bench's mcp-raw). "record" and "no-record"
+// ask with the SDK's client, which decodes the result (the message, then the
+// image's base64), with and without the session's run record (mcp-call).
+// Profile it with
 // go test -run '^$' -bench ComputerCall -cpuprofile cpu.out ./runner/mcpserver/.
 func BenchmarkComputerCall(b *testing.B) {
 	c := benchGuest(b)
-	b.Run("record", func(b *testing.B) { benchCalls(b, c, b.TempDir()) })
-	b.Run("no-record", func(b *testing.B) { benchCalls(b, c, "") })
+	b.Run("raw", func(b *testing.B) { benchCalls(b, c, b.TempDir(), true) })
+	b.Run("record", func(b *testing.B) { benchCalls(b, c, b.TempDir(), false) })
+	b.Run("no-record", func(b *testing.B) { benchCalls(b, c, "", false) })
 }
 
 // benchCalls times computer calls through a new MCP session on c, with a
-// run record in records ("": none).
-func benchCalls(b *testing.B, c *guest.Client, records string) {
+// run record in records ("": none), asked by mcpraw (raw) or the SDK's
+// client.
+func benchCalls(b *testing.B, c *guest.Client, records string, raw bool) {
 	srv, err := New(Config{View: wire.View{Width: 1280, Height: 800, Fit: true}, RecordDir: records,
 		Open: func(context.Context) (*Desktop, error) {
 			return &Desktop{Client: c, Addr: "bench", Close: func() {}}, nil
@@ -83,45 +83,44 @@ func benchCalls(b *testing.B, c *guest.Client, records string) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	// A pair of pipes, as a stdio client's.
-	toServer, fromClient, err := os.Pipe()
+	r, w, stop, err := srv.ServePipes(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	toClient, fromServer, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(sctx, &mcp.IOTransport{Reader: toServer, Writer: fromServer})
-	}()
-	defer func() {
-		stop()
-		fromClient.Close()
-		toClient.Close()
-		<-served
-		toServer.Close()
-		fromServer.Close()
-	}()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx, &mcp.IOTransport{Reader: toClient, Writer: fromClient}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
+	defer stop()
 	args := [2]json.RawMessage{json.RawMessage(`{"actions":[{"type":"move","x":100,"y":100}]}`), json.RawMessage(`{"actions":[{"type":"move","x":400,"y":300}]}`)}
-	defer reportCPU(b)()
-	for i := 0; b.Loop(); i++ {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ComputerToolName, Arguments: args[i%2]})
-		if err != nil || res.IsError {
-			b.Fatalf("call: %v %v", err, res)
+	var call func(i int) error
+	if raw {
+		rc, err := mcpraw.Start(r, w, "bench")
+		if err != nil {
+			b.Fatal(err)
 		}
-		if i == 0 {
-			b.ReportMetric(float64(len(res.Content[0].(*mcp.ImageContent).Data)), "png-bytes")
+		call = func(i int) error {
+			line, err := rc.Call("tools/call", json.RawMessage(`{"name":"`+ComputerToolName+`","arguments":`+string(args[i%2])+`}`))
+			if err != nil || !bytes.Contains(line, []byte(`"type":"image"`)) {
+				return fmt.Errorf("call: %v %.300s", err, line)
+			}
+			return nil
+		}
+	} else {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx, &mcp.IOTransport{Reader: r, Writer: w}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		call = func(i int) error {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ComputerToolName, Arguments: args[i%2]})
+			if err != nil || res.IsError {
+				return fmt.Errorf("call: %v %v", err, res)
+			}
+			if i == 0 {
+				b.ReportMetric(float64(len(res.Content[0].(*mcp.ImageContent).Data)), "png-bytes")
+			}
+			return nil
 		}
 	}
+	i := 0
+	cputime.Loop(b, func() error { i++; return call(i - 1) })
 }
 
 func BenchmarkComputerCallAct(b *testing.B) {
@@ -129,26 +128,13 @@ func BenchmarkComputerCallAct(b *testing.B) {
 	c.SetView(wire.View{Width: 1280, Height: 800, Fit: true})
 	ctx := context.Background()
 	pts := [2][2]int{{100, 100}, {400, 300}}
-	defer reportCPU(b)()
-	for i := 0; b.Loop(); i++ {
+	i := 0
+	cputime.Loop(b, func() error {
 		p := pts[i%2]
+		i++
 		if _, err := c.Run(ctx, []actions.Action{{Type: actions.Move, X: p[0], Y: p[1]}}, computer.Hooks{}); err != nil {
-			b.Fatal(fmt.Errorf("act: %w", err))
+			return fmt.Errorf("act: %w", err)
 		}
-	}
-}
-
-// reportCPU reports this process's CPU time per op (user + system: the
-// SDK's client and server, the guest client; agentd is another process)
-// when the returned function runs: under a shared machine's load, CPU
-// time is what the wall clock cannot tell apart from waiting for a core.
-func reportCPU(b *testing.B) func() {
-	start := cputime()
-	return func() { b.ReportMetric(float64(cputime()-start)/float64(b.N), "cpu-ns/op") }
-}
-
-func cputime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		return nil
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -177,15 +178,49 @@ const instructions = `An isolated Linux desktop (a guest: container, VM or priva
 // ServeStdio serves one session on standard input and output until the
 // client closes it or ctx ends.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.Serve(ctx, &mcp.StdioTransport{})
+	return s.Serve(ctx, os.Stdin, nopCloser{os.Stdout})
 }
 
-// Serve serves one session on t until the client closes it or ctx ends;
-// then every session ends.
-func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	err := s.mcp.Run(ctx, t)
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// Serve serves one session on a stream, newline-delimited JSON-RPC as over
+// stdio, until the client closes it or ctx ends; then every session ends.
+func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
 	s.Close()
 	return err
+}
+
+// ServePipes serves one session over a pair of pipes in the background, as
+// Serve serves a stdio client's: the client reads r and writes w. stop
+// closes them and waits for the server to end.
+func (s *Server) ServePipes(ctx context.Context) (r io.ReadCloser, w io.WriteCloser, stop func(), err error) {
+	toServer, fromClient, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	toClient, fromServer, err := os.Pipe()
+	if err != nil {
+		toServer.Close()
+		fromClient.Close()
+		return nil, nil, nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = s.Serve(sctx, toServer, fromServer)
+	}()
+	return toClient, fromClient, func() {
+		cancel()
+		fromClient.Close()
+		toClient.Close()
+		<-served
+		toServer.Close()
+		fromServer.Close()
+	}, nil
 }
 
 // Handler is the Streamable HTTP endpoint (one MCP session per client

@@ -56,7 +56,7 @@ func TestRunShortBench(t *testing.T) {
 		idBrowserReadForm: false, idBrowserReadLarge: false, idBrowserClick: false, idBrowserShot: false,
 		idComputerClickAck: false, idComputerShot: false,
 		idRunnerOverhead: false, idBareLoop: true,
-		idMCPCall: false, idActCall: true,
+		idMCPRaw: false, idMCPCall: false, idActCall: true,
 	}
 	seen := map[string]bool{}
 	for _, f := range back.Figures() {
