@@ -116,6 +116,8 @@ type Server struct {
 	sessions map[*mcp.ServerSession]*session
 	closed   bool
 	wg       sync.WaitGroup // the sessions' closers
+
+	images images // results' images on their way to a writer
 }
 
 // New returns a server offering cfg.Tools.
@@ -188,7 +190,7 @@ func (nopCloser) Close() error { return nil }
 // Serve serves one session on a stream, newline-delimited JSON-RPC as over
 // stdio, until the client closes it or ctx ends; then every session ends.
 func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
+	err := s.mcp.Run(withSplice(ctx), &mcp.IOTransport{Reader: r, Writer: splicingWriter{im: &s.images, w: w}})
 	s.Close()
 	return err
 }
@@ -226,8 +228,14 @@ func (s *Server) ServePipes(ctx context.Context) (r io.ReadCloser, w io.WriteClo
 // Handler is the Streamable HTTP endpoint (one MCP session per client
 // session). Wrap it with Guard: it checks nothing itself.
 func (s *Server) Handler(idle time.Duration) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{SessionTimeout: idle})
+	// The SDK connects a session with its first request's context (its
+	// values reach the session's calls), and every response of the
+	// session goes out through one of these requests' writers.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(splicingResponse{ResponseWriter: w, im: &s.images}, r.WithContext(withSplice(r.Context())))
+	})
 }
 
 // Close ends every session: their guests are released (and fresh ones
@@ -280,7 +288,7 @@ func (s *Server) handle(f func(*session, context.Context, *mcp.CallToolRequest) 
 		if err != nil {
 			return errorResult(err.Error()), nil
 		}
-		return f(x, ctx, req), nil
+		return s.images.stand(ctx, x, f(x, ctx, req)), nil
 	}
 }
 

@@ -188,6 +188,7 @@ func (x *session) end() {
 		x.calls <- struct{}{}
 		defer func() { <-x.calls }()
 		x.ended = true
+		x.srv.images.drop(x)
 		if x.ts != nil {
 			x.ts.Close()
 		}
