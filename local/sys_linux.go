@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -186,8 +187,14 @@ func removeXFiles(n, pid int) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("read X lock: %w", err)
 	}
-	// No lock (or ours, now removed): nobody else serves display n, so a
-	// socket left there is our server's.
+	// No lock (or ours, now removed). An Xvfb started with -displayfd, as
+	// ours and the tests' are, keeps no lock file, so another one may serve
+	// display n already, from the moment ours exited: a socket that answers
+	// is its, and removing it would cut that desktop off.
+	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
+		c.Close()
+		return nil
+	}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove X socket: %w", err)
 	}
