@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/tools/exercise"
 )
 
@@ -37,7 +38,7 @@ func TestCodeOnlyWithOption(t *testing.T) {
 	defer cancel()
 
 	g := upGuest(t, Config{Size: "1280x800", Code: true})
-	c := dial(t, g.Addr, token(t, g))
+	c := agentdtest.Dial(t, g.Addr, token(t, g))
 	res, err := c.Exec(ctx, `import os, socket
 log("uid=%d" % os.getuid())
 log("interfaces=" + ",".join(sorted(os.listdir("/sys/class/net"))))
@@ -66,7 +67,7 @@ log("size=%dx%d" % tuple(pyautogui.size()))
 	}
 
 	plain := upGuest(t, Config{Size: "1280x800"})
-	pc := dial(t, plain.Addr, token(t, plain))
+	pc := agentdtest.Dial(t, plain.Addr, token(t, plain))
 	_, err = pc.Exec(ctx, `log("ran")`, 0)
 	var ge *guest.Error
 	if !errors.As(err, &ge) || ge.Code != wire.CodeUnavailable {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -120,18 +121,6 @@ func upGuest(t *testing.T, cfg Config) *Guest {
 	return g
 }
 
-func dial(t *testing.T, addr, token string) *guest.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := guest.Dial(ctx, addr, token)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func token(t *testing.T, g *Guest) string {
 	t.Helper()
 	tok, err := g.Token()
@@ -210,7 +199,7 @@ func TestUpScreenshotRestartDown(t *testing.T) {
 	}
 	waitHealthy(t, g)
 	tok := token(t, g)
-	c := dial(t, g.Addr, tok)
+	c := agentdtest.Dial(t, g.Addr, tok)
 	screenshot(t, c, 1280, 800)
 	c.Close()
 
@@ -227,7 +216,7 @@ func TestUpScreenshotRestartDown(t *testing.T) {
 		t.Fatalf("after restart: %v\n%s", err, logs)
 	}
 	waitHealthy(t, g)
-	screenshot(t, dial(t, g.Addr, tok), 1280, 800)
+	screenshot(t, agentdtest.Dial(t, g.Addr, tok), 1280, 800)
 
 	start := time.Now()
 	if err := g.Down(ctx); err != nil {
@@ -390,8 +379,8 @@ func TestTwoGuestsAreIsolated(t *testing.T) {
 	if ta == tb {
 		t.Fatal("two guests got the same token")
 	}
-	screenshot(t, dial(t, a.Addr, ta), 1024, 768)
-	cb := dial(t, b.Addr, tb)
+	screenshot(t, agentdtest.Dial(t, a.Addr, ta), 1024, 768)
+	cb := agentdtest.Dial(t, b.Addr, tb)
 	screenshot(t, cb, 800, 600)
 	cb.Close() // agentd admits one controller at a time
 
@@ -446,7 +435,7 @@ func TestTwoGuestsAreIsolated(t *testing.T) {
 func TestAppsStart(t *testing.T) {
 	cli := needImage(t)
 	g := upGuest(t, Config{Size: "1280x800", Apps: []string{"firefox", "mousepad"}})
-	c := dial(t, g.Addr, token(t, g))
+	c := agentdtest.Dial(t, g.Addr, token(t, g))
 	checkMilestones(t, g, "up", "prepared", "created", "begin", "xvfb", "openbox", "firefox", "mousepad", "agentd-started", "healthy")
 	// The entrypoint waited for both windows before starting agentd; once
 	// the screen settles they are drawn.

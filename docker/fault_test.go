@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -25,7 +26,7 @@ import (
 func TestContainerKilledMidRun(t *testing.T) {
 	cli := needImage(t)
 	g := upGuest(t, Config{Size: "800x600"})
-	c := dial(t, g.Addr, token(t, g))
+	c := agentdtest.Dial(t, g.Addr, token(t, g))
 
 	model, base := respserver.Start(
 		respserver.Call(`{"type":"screenshot"}`),
@@ -104,7 +105,7 @@ func TestOpenFindsARunningGuest(t *testing.T) {
 	if o.ID != g.ID || o.Addr != g.Addr || o.TokenFile != g.TokenFile || o.Home != g.Home || o.Width != 640 || o.Height != 480 {
 		t.Fatalf("Open found %+v, Up made %+v", o, g)
 	}
-	screenshot(t, dial(t, o.Addr, token(t, o)), 640, 480)
+	screenshot(t, agentdtest.Dial(t, o.Addr, token(t, o)), 640, 480)
 	if _, err := o.ReadFile(ctx, "/etc/debian_version"); err != nil {
 		t.Errorf("ReadFile through the opened guest: %v", err)
 	}
