@@ -104,36 +104,25 @@ func driveBrowser(ctx context.Context, g backend.Instance, formURL string, out i
 	if err != nil {
 		return err
 	}
-	model, api, record, err := startScripted(turns, cfg, "-exercise-browser", rep)
-	if err != nil {
-		return err
-	}
-	defer model.Close()
-
-	var steps stepClock
-	res, runErr := runner.NewRunner(api).Run(ctx, runner.RunOptions{
-		Model:    "computer-use-exercise-browser",
-		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile.",
-		MaxSteps: len(turns) + 1,
-		Tools:    []runner.Tool{browsertool.NewTool(ts)},
-		OnEvent: func(ev runner.Event) {
-			record.Event(ev)
-			if steps.observe(ev, rep, out) {
+	model, err := scriptedRun{
+		turns:  turns,
+		suffix: "-exercise-browser",
+		model:  "computer-use-exercise-browser",
+		input:  "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile.",
+		tool:   browsertool.NewTool(ts),
+		onEvent: func(ev runner.Event) {
+			if ev.Kind != runner.EventFunction {
 				return
 			}
-			switch ev.Kind {
-			case runner.EventFunction:
-				rep.Actions++
-				status := "ok"
-				if ev.Function.Error != "" {
-					status = ev.Function.Error
-				}
-				fmt.Fprintf(out, "  %-14s %s %s\n", ev.Function.Name, status, time.Duration(ev.Duration).Round(time.Millisecond))
+			rep.Actions++
+			status := "ok"
+			if ev.Function.Error != "" {
+				status = ev.Function.Error
 			}
+			fmt.Fprintf(out, "  %-14s %s %s\n", ev.Function.Name, status, time.Duration(ev.Duration).Round(time.Millisecond))
 		},
-		OnDiagnostic: record.Diagnostic,
-	})
-	if err := finish(out, record, model, res, runErr, rep); err != nil {
+	}.run(ctx, cfg, rep, out)
+	if err != nil {
 		return err
 	}
 	evil, _ := lookalike(formURL)

@@ -92,42 +92,31 @@ func driveCode(ctx context.Context, g backend.Instance, out io.Writer, cfg RunCo
 	if err != nil {
 		return err
 	}
-	model, api, record, err := startScripted(turns, cfg, "-exercise-code", rep)
-	if err != nil {
-		return err
-	}
-	defer model.Close()
-
 	var bad []string
-	var steps stepClock
 	tool := codetool.New(client, codetool.Options{BeforeCode: func(_ context.Context, c codetool.CallInfo) (any, error) {
 		rep.BeforeAction++
 		fmt.Fprintf(out, "  before_code %s: %d bytes of Python → approved\n", c.CallID, len(c.Code))
 		return true, nil
 	}})
-	res, runErr := runner.NewRunner(api).Run(ctx, runner.RunOptions{
-		Model:    "computer-use-exercise-code",
-		Input:    "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile, then note it in the editor and save.",
-		MaxSteps: len(turns) + 1,
-		Tools:    []runner.Tool{tool},
-		OnEvent: func(ev runner.Event) {
-			record.Event(ev)
-			if steps.observe(ev, rep, out) {
+	_, err = scriptedRun{
+		turns:  turns,
+		suffix: "-exercise-code",
+		model:  "computer-use-exercise-code",
+		input:  "Book a pickup for Zoë Ñúñez-Łukasz on 2025-03-14 in the afternoon, marked fragile, then note it in the editor and save.",
+		tool:   tool,
+		onEvent: func(ev runner.Event) {
+			if ev.Kind != runner.EventCode {
 				return
 			}
-			switch ev.Kind {
-			case runner.EventCode:
-				rep.Actions++
-				c := ev.Code
-				fmt.Fprintf(out, "  exec_py %d lines: %d bytes of output, %d images, %s\n", c.Lines, c.OutputBytes, c.Images, time.Duration(ev.Duration).Round(time.Millisecond))
-				if c.Raised || c.Lost {
-					bad = append(bad, fmt.Sprintf("call %s raised=%v namespace lost=%v", ev.CallID, c.Raised, c.Lost))
-				}
+			rep.Actions++
+			c := ev.Code
+			fmt.Fprintf(out, "  exec_py %d lines: %d bytes of output, %d images, %s\n", c.Lines, c.OutputBytes, c.Images, time.Duration(ev.Duration).Round(time.Millisecond))
+			if c.Raised || c.Lost {
+				bad = append(bad, fmt.Sprintf("call %s raised=%v namespace lost=%v", ev.CallID, c.Raised, c.Lost))
 			}
 		},
-		OnDiagnostic: record.Diagnostic,
-	})
-	if err := finish(out, record, model, res, runErr, rep); err != nil {
+	}.run(ctx, cfg, rep, out)
+	if err != nil {
 		return err
 	}
 	if len(bad) > 0 {

@@ -293,6 +293,47 @@ func startScripted(turns []respserver.Turn, cfg RunConfig, suffix string, rep *R
 	return model, api, record, nil
 }
 
+// scriptedRun is a run of the scripted model through the runner with one
+// tool: the browser and code drives.
+type scriptedRun struct {
+	turns  []respserver.Turn
+	suffix string // of the run record's folder
+	model  string
+	input  string
+	tool   runner.Tool
+	// onEvent sees every event but the step and final ones, which the run
+	// reports itself.
+	onEvent func(runner.Event)
+}
+
+// run runs s and checks the run (finish). It returns the scripted model,
+// closed, for the checks of what it was sent.
+func (s scriptedRun) run(ctx context.Context, cfg RunConfig, rep *Report, out io.Writer) (*respserver.Server, error) {
+	model, api, record, err := startScripted(s.turns, cfg, s.suffix, rep)
+	if err != nil {
+		return nil, err
+	}
+	defer model.Close()
+	var steps stepClock
+	res, runErr := runner.NewRunner(api).Run(ctx, runner.RunOptions{
+		Model:    s.model,
+		Input:    s.input,
+		MaxSteps: len(s.turns) + 1,
+		Tools:    []runner.Tool{s.tool},
+		OnEvent: func(ev runner.Event) {
+			record.Event(ev)
+			if !steps.observe(ev, rep, out) {
+				s.onEvent(ev)
+			}
+		},
+		OnDiagnostic: record.Diagnostic,
+	})
+	if err := finish(out, record, model, res, runErr, rep); err != nil {
+		return nil, err
+	}
+	return model, nil
+}
+
 // drive runs the scripted model against the guest through the runner.
 func drive(ctx context.Context, g backend.Instance, out io.Writer, cfg RunConfig, rep *Report) error {
 	client, err := dialView(ctx, g)
