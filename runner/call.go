@@ -50,10 +50,10 @@ func (t *Toolset) ExecuteShot(ctx context.Context, call responses.ResponseComput
 }
 
 func (t *Toolset) execute(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions, onEvent func(Event)) (*plan, []byte, error) {
-	if err := t.acquire(); err != nil {
+	if err := t.gate.Acquire(ErrClosed, ErrBusy); err != nil {
 		return nil, nil, &RunError{Err: err}
 	}
-	defer t.release()
+	defer t.gate.Release()
 	x := &session{onEvent: onEvent}
 	c := t.tool(opts)
 	defer c.keepImage()

@@ -137,10 +137,10 @@ func (r *Runner) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 // previous_response_id until a response carries a final message and no
 // local call. On failure the error is a *RunError.
 func (t *Toolset) Run(ctx context.Context, opts RunOptions, calls CallOptions) (*RunResult, error) {
-	if err := t.acquire(); err != nil {
+	if err := t.gate.Acquire(ErrClosed, ErrBusy); err != nil {
 		return nil, &RunError{Err: err}
 	}
-	defer t.release()
+	defer t.gate.Release()
 	c := t.tool(calls)
 	defer c.keepImage()
 	l := loop{responses: t.responses, requestOptions: t.requestOptions, name: t.name,

@@ -156,15 +156,7 @@ func New(client openai.Client, d Driver, opts ...Option) *Toolset {
 }
 
 // Status reports whether the toolset is open, draining or closed.
-func (t *Toolset) Status() Status {
-	switch t.gate.State() {
-	case onerun.Open:
-		return StatusOpen
-	case onerun.Draining:
-		return StatusDraining
-	}
-	return StatusClosed
-}
+func (t *Toolset) Status() Status { return Status(t.gate.State()) }
 
 // Close refuses new runs and calls. It does not cancel a run in progress
 // (cancel its context for that) and never stops the guest. It always
@@ -172,16 +164,6 @@ func (t *Toolset) Status() Status {
 func (t *Toolset) Close() error {
 	t.gate.Close()
 	return nil
-}
-
-// acquire claims the toolset for one run or call, failing at once when it
-// is closed or busy.
-func (t *Toolset) acquire() error {
-	return t.gate.Acquire(ErrClosed, ErrBusy)
-}
-
-func (t *Toolset) release() {
-	t.gate.Release()
 }
 
 // approval runs one approval callback and decides, failing closed. A panic

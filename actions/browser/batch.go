@@ -168,10 +168,10 @@ const (
 // between calls and after every callback and driver method). A concurrent
 // Run of the same toolset fails at once with ErrBusy.
 func (b *Batch) Run(ctx context.Context) (Result, error) {
-	if err := b.t.acquire(); err != nil {
+	if err := b.t.gate.Acquire(ErrClosed, ErrBusy); err != nil {
 		return Result{}, err
 	}
-	defer b.t.release()
+	defer b.t.gate.Release()
 	if b.ran {
 		return Result{}, errors.New("browser: the batch already ran")
 	}

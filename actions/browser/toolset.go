@@ -213,15 +213,7 @@ const (
 )
 
 // Status reports whether the toolset is open, draining or closed.
-func (t *BrowserToolset) Status() Status {
-	switch t.gate.State() {
-	case onerun.Open:
-		return StatusOpen
-	case onerun.Draining:
-		return StatusDraining
-	}
-	return StatusClosed
-}
+func (t *BrowserToolset) Status() Status { return Status(t.gate.State()) }
 
 // Close refuses new batches. It neither waits for nor cancels a running one
 // (cancel its context for that), so a driver callback may call it, and it
@@ -229,12 +221,4 @@ func (t *BrowserToolset) Status() Status {
 func (t *BrowserToolset) Close() error {
 	t.gate.Close()
 	return nil
-}
-
-func (t *BrowserToolset) acquire() error {
-	return t.gate.Acquire(ErrClosed, ErrBusy)
-}
-
-func (t *BrowserToolset) release() {
-	t.gate.Release()
 }

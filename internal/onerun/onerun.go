@@ -5,18 +5,19 @@ package onerun
 
 import "sync"
 
-// State is where a Gate is in its lifecycle.
-type State int
+// State is where a Gate is in its lifecycle. Its values are the words the
+// toolsets report as their Status.
+type State string
 
 // The states of a Gate.
 const (
 	// Open accepts runs.
-	Open State = iota
+	Open State = "open"
 	// Draining: closed, but a run still holds the gate and may still have
 	// effects.
-	Draining
+	Draining State = "draining"
 	// Closed: closed and nothing holds the gate.
-	Closed
+	Closed State = "closed"
 )
 
 // Gate lets one run at a time hold a toolset. The zero Gate is open.
