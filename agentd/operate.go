@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/codeexec"
-	"github.com/agentd-dev/agentd/scaling"
 )
 
 // serveOperate serves one operator connection: a person's take over, input
@@ -22,16 +21,11 @@ func (s *Server) serveOperate(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(w, r) {
 		return
 	}
-	conn := s.upgrade(w, r, wire.OperateSubprotocol, "operate: ")
+	conn, ctx, end := s.acceptSide(w, r, &s.ops, wire.OperateSubprotocol, "operate: ")
 	if conn == nil {
 		return
 	}
-	if !s.ops.enter(conn) {
-		return
-	}
-	defer s.ops.leave()
-	ctx, cancel := s.connContext(r)
-	defer cancel()
+	defer end()
 	conn.SetReadLimit(wire.MaxRequestBytes)
 
 	op := &operator{}
@@ -45,9 +39,7 @@ func (s *Server) serveOperate(w http.ResponseWriter, r *http.Request) {
 			s.inputMu.Unlock()
 		}
 	}()
-	sw, sh := s.cfg.Screen.Size()
-	hello := wire.OperatorHello{Hello: wire.Hello{Op: wire.OpHello, Version: wire.Version, Screen: scaling.Size{W: sw, H: sh}},
-		Lease: s.lease.state(op)}
+	hello := wire.OperatorHello{Hello: s.hello(), Lease: s.lease.state(op)}
 	if err := s.writeFrame(ctx, conn, websocket.MessageText, marshal(hello)); err != nil {
 		conn.CloseNow()
 		return

@@ -272,6 +272,13 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request, protocol, logPr
 	return conn
 }
 
+// hello is the first message of every connection: the protocol's version
+// and the screen's size.
+func (s *Server) hello() wire.Hello {
+	w, h := s.cfg.Screen.Size()
+	return wire.Hello{Op: wire.OpHello, Version: wire.Version, Screen: scaling.Size{W: w, H: h}}
+}
+
 // connContext is the context of a connection's requests: it ends with the
 // request or when the server shuts down (s.base). cancel releases it.
 func (s *Server) connContext(r *http.Request) (ctx context.Context, cancel func()) {

@@ -74,10 +74,9 @@ func (s *session) run(parent context.Context) {
 	defer cancel()
 	logf := s.srv.cfg.Logf
 
-	w, h := s.srv.cfg.Screen.Size()
-	s.transform = identity(w, h)
-	hello := wire.Hello{Op: wire.OpHello, Version: wire.Version, Screen: scaling.Size{W: w, H: h},
-		Capabilities: s.srv.cfg.Capabilities}
+	hello := s.srv.hello()
+	hello.Capabilities = s.srv.cfg.Capabilities
+	s.transform = identity(hello.Screen.W, hello.Screen.H)
 	if err := s.write(ctx, websocket.MessageText, marshal(hello)); err != nil {
 		logf("session: hello failed: %v", err)
 		s.conn.CloseNow()

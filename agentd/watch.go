@@ -48,6 +48,22 @@ func (c *conns) leave() {
 	c.wg.Done()
 }
 
+// acceptSide upgrades r to a connection of the side role c speaking
+// protocol, counts it in c and returns it with the context it is served
+// in; end, deferred, cancels that context and counts the connection out.
+// A nil conn: r was answered, or the connection closed (busy, say).
+func (s *Server) acceptSide(w http.ResponseWriter, r *http.Request, c *conns, protocol, logPrefix string) (conn *websocket.Conn, ctx context.Context, end func()) {
+	conn = s.upgrade(w, r, protocol, logPrefix)
+	if conn == nil || !c.enter(conn) {
+		return nil, nil, nil
+	}
+	ctx, cancel := s.connContext(r)
+	return conn, ctx, func() {
+		cancel()
+		c.leave()
+	}
+}
+
 // wait returns when every connection has ended, or ctx is done.
 func (c *conns) wait(ctx context.Context) error { return waitGroup(ctx, &c.wg) }
 
@@ -99,22 +115,18 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	conn := s.upgrade(w, r, wire.WatchSubprotocol, "watch: ")
+	conn, ctx, end := s.acceptSide(w, r, &s.watch, wire.WatchSubprotocol, "watch: ")
 	if conn == nil {
 		return
 	}
-	if !s.watch.enter(conn) {
-		return
-	}
-	defer s.watch.leave()
-	ctx, cancel := s.connContext(r)
+	defer end()
+	// The reader cancels: a watcher that sends or goes ends the frames.
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The limit makes any message small; it is refused anyway.
 	conn.SetReadLimit(1 << 10)
 
-	sw, sh := s.cfg.Screen.Size()
-	hello := wire.Hello{Op: wire.OpHello, Version: wire.Version, Screen: scaling.Size{W: sw, H: sh}}
-	if err := s.writeFrame(ctx, conn, websocket.MessageText, marshal(hello)); err != nil {
+	if err := s.writeFrame(ctx, conn, websocket.MessageText, marshal(s.hello())); err != nil {
 		conn.CloseNow()
 		return
 	}
