@@ -124,11 +124,7 @@ func (b *sizeBench) measureInput(ctx context.Context) ([]Figure, error) {
 	fig := func(id, name string, peer bool) Figure {
 		f := timeFigure(id, name, res.samples[id])
 		f.Peer = peer
-		if peer && missing != "" {
-			f.Missing = missing
-		} else if err, ok := res.failed[id]; ok {
-			f.Missing = "failed: " + err.Error()
-		}
+		f.Missing = res.missing(id, missing)
 		return f
 	}
 	xClick := fig(idXdoClick, "xdotool mousemove X Y click 1", true)

@@ -22,6 +22,19 @@ type roundsResult struct {
 	failed  map[string]error
 }
 
+// missing says why contender id has no figure to show: the error it failed
+// with, else absent (why it was not run: "" when it was there) if it has no
+// samples; "" when it ran.
+func (r roundsResult) missing(id, absent string) string {
+	if err, ok := r.failed[id]; ok {
+		return "failed: " + err.Error()
+	}
+	if len(r.samples[id]) == 0 {
+		return absent
+	}
+	return ""
+}
+
 // schedule shapes runRounds.
 type schedule struct {
 	budget    time.Duration // about this much time per contender

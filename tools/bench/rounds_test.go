@@ -63,6 +63,17 @@ func TestRunRoundsDropsAFailingPeer(t *testing.T) {
 	if len(res.samples["ours"]) != 5 {
 		t.Errorf("ours stopped with the peer: %d samples", len(res.samples["ours"]))
 	}
+	// A figure says why it is missing: the failure, or why the peer was
+	// not run at all; one that ran is not missing.
+	for _, tc := range []struct{ id, absent, want string }{
+		{"peer", "", "failed: tool crashed"},
+		{"ours", "xdotool missing", ""},
+		{"xdotool", "xdotool missing", "xdotool missing"},
+	} {
+		if got := res.missing(tc.id, tc.absent); got != tc.want {
+			t.Errorf("missing(%q, %q) = %q, want %q", tc.id, tc.absent, got, tc.want)
+		}
+	}
 }
 
 func TestRunRoundsStopsOnOurFailure(t *testing.T) {

@@ -174,11 +174,7 @@ func (b *sizeBench) measureScreenshots(ctx context.Context) ([]Figure, error) {
 	fig := func(id, name string, peer bool) Figure {
 		f := timeFigure(id, name, res.samples[id])
 		f.Peer = peer
-		if why, ok := missing[id]; ok {
-			f.Missing = why
-		} else if err, ok := res.failed[id]; ok {
-			f.Missing = "failed: " + err.Error()
-		}
+		f.Missing = res.missing(id, missing[id])
 		return f
 	}
 	size := b.size.String()

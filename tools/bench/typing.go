@@ -66,11 +66,7 @@ func (b *sizeBench) measureTyping(ctx context.Context) ([]Figure, error) {
 		f := rateFigure(id, name, UnitCharsPerSec, float64(n), res.samples[id])
 		f.Peer = peer
 		f.Note = fmt.Sprintf("%d of %d runs exact", f.N-inexact[id], f.N)
-		if peer && missing != "" {
-			f.Missing = missing
-		} else if err, ok := res.failed[id]; ok {
-			f.Missing = "failed: " + err.Error()
-		}
+		f.Missing = res.missing(id, missing)
 		return f
 	}
 	xdoType := fig(idXdoType, "xdotool type (default delay)", true)
