@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/actions/browser"
-	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/runner"
 	browsertool "github.com/agentd-dev/agentd/runner/browser"
 	"github.com/agentd-dev/agentd/tools/respserver"
@@ -64,12 +64,7 @@ func BrowserScript(formURL string) ([]respserver.Turn, error) {
 // driveBrowser runs the browser-mode script against the guest's Chromium
 // (agentd --browser) through the runner and the browser toolset: every
 // change is confirmed, navigation is limited to the form's origin.
-func driveBrowser(ctx context.Context, g backend.Instance, formURL string, out io.Writer, cfg RunConfig, rep *Report) error {
-	client, err := dialView(ctx, g)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
+func driveBrowser(ctx context.Context, client *guest.Client, formURL string, out io.Writer, cfg RunConfig, rep *Report) error {
 	d, err := client.Browser()
 	if err != nil {
 		return fmt.Errorf("exercise: %w", err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/codetool"
 	"github.com/agentd-dev/agentd/scaling"
@@ -78,12 +78,7 @@ log("saved", len(note), "characters for", name)
 // driveCode runs the code-mode script against the guest through the
 // runner's exec_py tool. A call that raised or lost its namespace fails the
 // exercise: the later calls depend on the first one's variables.
-func driveCode(ctx context.Context, g backend.Instance, out io.Writer, cfg RunConfig, rep *Report) error {
-	client, err := dialView(ctx, g)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
+func driveCode(ctx context.Context, client *guest.Client, out io.Writer, cfg RunConfig, rep *Report) error {
 	// The view reaches agentd with a screenshot.
 	if _, err := client.Screenshot(ctx); err != nil {
 		return fmt.Errorf("exercise: set the view: %w", err)

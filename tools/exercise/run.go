@@ -151,9 +151,15 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		return rep, fmt.Errorf("exercise: a %s guest cannot read its results back", d.Backend)
 	}
 
+	client, err := dialView(ctx, g)
+	if err != nil {
+		return rep, err
+	}
+	defer client.Close()
+
 	if cfg.Browser {
 		rep.Browser = true
-		if err := driveBrowser(ctx, g, d.FormURL, out, cfg, rep); err != nil {
+		if err := driveBrowser(ctx, client, d.FormURL, out, cfg, rep); err != nil {
 			return rep, err
 		}
 		data, err := files.ReadFile(ctx, desktop.RemoteRecords)
@@ -174,7 +180,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	if cfg.Code {
 		drives = driveCode
 	}
-	if err := drives(ctx, g, out, cfg, rep); err != nil {
+	if err := drives(ctx, client, out, cfg, rep); err != nil {
 		return rep, err
 	}
 	if err := Verify(ctx, files); err != nil {
@@ -335,13 +341,7 @@ func (s scriptedRun) run(ctx context.Context, cfg RunConfig, rep *Report, out io
 }
 
 // drive runs the scripted model against the guest through the runner.
-func drive(ctx context.Context, g backend.Instance, out io.Writer, cfg RunConfig, rep *Report) error {
-	client, err := dialView(ctx, g)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-
+func drive(ctx context.Context, client *guest.Client, out io.Writer, cfg RunConfig, rep *Report) error {
 	// The scripted model, or a live one: a nil model (no script to check
 	// the requests against) and the SDK configured from the environment.
 	var model *respserver.Server
@@ -354,6 +354,7 @@ func drive(ctx context.Context, g backend.Instance, out io.Writer, cfg RunConfig
 		if modelName == "" {
 			modelName = DefaultLiveModel
 		}
+		var err error
 		if record, err = runner.CreateRecord(filepath.Join(cfg.RecordDir, time.Now().Format("20060102-150405")+"-exercise-live")); err != nil {
 			return err
 		}
