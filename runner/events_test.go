@@ -2,10 +2,7 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"testing"
-
-	"github.com/openai/openai-go/v3"
 
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -13,28 +10,17 @@ import (
 // The first request of a resumed run names the response it continues from,
 // as every later request does, with and without storage.
 func TestResumedRequestNamesItsResponse(t *testing.T) {
-	for _, stateless := range []bool{false, true} {
-		name := "previous_response_id"
-		if stateless {
-			name = "local history"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, mode := range historyModes {
+		t.Run(mode.name, func(t *testing.T) {
 			ts, srv, _ := setup(t, respserver.Call(`{"type":"type","text":"hi"}`), respserver.Final("done"))
-			dir := t.TempDir()
-			f := openLedger(t, dir)
+			f := openLedger(t, t.TempDir())
+			o := mode.opts()
 			// The 5th checkpoint is the pending one of request 2 (request,
 			// response, before and after the call come first).
-			o := opts()
-			if stateless {
-				o.Store = openai.Bool(false)
-			}
-			o.Ledger = &crashLedger{f: f, crashAt: 5}
-			if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
-				t.Fatalf("run: %v, want the simulated crash", err)
-			}
-			cp := (&crashLedger{f: f}).last(t)
+			runToCrash(t, ts, o, CallOptions{}, f, 5)
+			cp := lastCheckpoint(t, f)
 			var first *Event
-			o.Input, o.Ledger = "", nil
+			o.Input = ""
 			o.OnEvent = func(e Event) {
 				if first == nil {
 					first = &e

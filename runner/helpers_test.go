@@ -132,3 +132,22 @@ const shot = `{"type":"screenshot"}`
 func opts() RunOptions {
 	return RunOptions{Model: "gpt-5.4", Input: "do the task"}
 }
+
+// historyMode is how a run keeps its history: stored by the API, each
+// request naming the response before, or kept by the runner, which sends
+// it again with store false.
+type historyMode struct {
+	name      string
+	stateless bool
+}
+
+var historyModes = []historyMode{{"stored", false}, {"local history", true}}
+
+// opts are opts() in this mode.
+func (m historyMode) opts() RunOptions {
+	o := opts()
+	if m.stateless {
+		o.Store = openai.Bool(false)
+	}
+	return o
+}

@@ -61,7 +61,7 @@ func TestIterateEagerStopRunsNoDeferredCall(t *testing.T) {
 		!slices.Equal(re.AttemptedCallIDs, shown.Ran) || !slices.Equal(re.CompletedCallIDs, shown.Ran) {
 		t.Fatalf("err %v (%+v), later %d, %d requests", err, re, later.Load(), srv.Served())
 	}
-	cp := led.last(t)
+	cp := lastCheckpoint(t, led.f)
 	var resp struct {
 		Output []json.RawMessage `json:"output"`
 	}

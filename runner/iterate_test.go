@@ -136,7 +136,7 @@ func TestIterateStopRunsNothingOfTheTurn(t *testing.T) {
 			}
 			// The ledger ends at the pending request the stopped turn
 			// answered: nothing of that turn is in it.
-			if cp := led.last(t); cp.Phase != PhaseRequest || cp.Step != 2 {
+			if cp := lastCheckpoint(t, led.f); cp.Phase != PhaseRequest || cp.Step != 2 {
 				t.Fatalf("last checkpoint %s of step %d", cp.Phase, cp.Step)
 			}
 			// The toolset is free again.
@@ -163,7 +163,7 @@ func TestIterateStoppedRunResumes(t *testing.T) {
 	if _, err := it.Result(); !errors.Is(err, ErrStopped) || runs.Load() != 0 {
 		t.Fatalf("err %v runs %d", err, runs.Load())
 	}
-	cp := led.last(t)
+	cp := lastCheckpoint(t, led.f)
 	// The model is asked afresh (respserver, like a model, answers the
 	// same request again only as a new conversation).
 	again, url2 := respserver.Start(script...)

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/runner/ledger"
 	"github.com/agentd-dev/agentd/tools/respserver"
@@ -58,8 +56,8 @@ func TestMeasureLedgerGrowth(t *testing.T) {
 	// An incompressible screenshot of about 32 KiB, like a busy desktop's PNG
 	// at a small view.
 	noise := noisePNG(t, 180, 180)
-	for _, stateless := range []bool{false, true} {
-		t.Run(map[bool]string{false: "stored", true: "local history"}[stateless], func(t *testing.T) {
+	for _, mode := range historyModes {
+		t.Run(mode.name, func(t *testing.T) {
 			turns := []respserver.Turn{respserver.Call(shot)}
 			for len(turns) < steps-1 {
 				turns = append(turns, respserver.Call(`{"type":"click","x":5,"y":5}`))
@@ -69,11 +67,8 @@ func TestMeasureLedgerGrowth(t *testing.T) {
 			d.png, d.size.W, d.size.H = noise, 180, 180
 			f := openLedger(t, t.TempDir())
 			led := &timedLedger{File: f, saves: map[int][]time.Duration{}, size: map[int]int64{}}
-			o := opts()
+			o := mode.opts()
 			o.MaxSteps, o.Ledger = steps, led
-			if stateless {
-				o.Store = openai.Bool(false)
-			}
 			if _, err := ts.Run(context.Background(), o, CallOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/openai/openai-go/v3"
-
 	"github.com/agentd-dev/agentd/runner/ledger"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
@@ -52,9 +50,20 @@ func (c *crashLedger) Save(data []byte) error {
 	return nil
 }
 
-func (c *crashLedger) last(t *testing.T) *Checkpoint {
+// runToCrash runs o on ts, saving its checkpoints in f, until the
+// crashAt'th save fails as if the process died there.
+func runToCrash(t *testing.T, ts *Toolset, o RunOptions, calls CallOptions, f *ledger.File, crashAt int) {
 	t.Helper()
-	data, _, err := c.f.Last()
+	o.Ledger = &crashLedger{f: f, crashAt: crashAt}
+	if _, err := ts.Run(context.Background(), o, calls); !errors.Is(err, errCrash) {
+		t.Fatalf("run: %v, want the simulated crash", err)
+	}
+}
+
+// lastCheckpoint is the checkpoint a resume starts from: the last one in f.
+func lastCheckpoint(t *testing.T, f *ledger.File) *Checkpoint {
+	t.Helper()
+	data, _, err := f.Last()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,42 +94,27 @@ func TestCheckpointsAtEveryBoundary(t *testing.T) {
 // from it: every action runs exactly once, the request budget and the
 // completed calls carry over, in both the stored and the local-history mode.
 func TestResumeAfterACrashBeforeARequest(t *testing.T) {
-	for _, stateless := range []bool{false, true} {
-		name := "previous_response_id"
-		if stateless {
-			name = "local history"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, mode := range historyModes {
+		t.Run(mode.name, func(t *testing.T) {
 			// One local step: respserver refuses a stateless request
 			// re-sending outputs of calls older than the last response.
 			ts, srv, d := setup(t, respserver.Call(`{"type":"type","text":"hi"}`), respserver.Final("done"))
 			dir := t.TempDir()
 			f := openLedger(t, dir)
-			// The 5th checkpoint is the pending one of request 2.
-			led := &crashLedger{f: f, crashAt: 5}
-			o := opts()
+			o := mode.opts()
 			o.MaxSteps = 6
-			if stateless {
-				o.Store = openai.Bool(false)
-			}
-			o.Ledger = led
-			if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
-				t.Fatalf("run: %v, want the simulated crash", err)
-			}
+			// The 5th checkpoint is the pending one of request 2.
+			runToCrash(t, ts, o, CallOptions{}, f, 5)
 			f.Close()
 
 			f = openLedger(t, dir)
-			led = &crashLedger{f: f}
-			cp := led.last(t)
+			cp := lastCheckpoint(t, f)
 			if cp.Phase != PhaseRequest || cp.Step != 2 {
 				t.Fatalf("last checkpoint %s of step %d, want the request of step 2", cp.Phase, cp.Step)
 			}
-			o2 := opts()
+			o2 := mode.opts()
 			o2.Input = ""
-			if stateless {
-				o2.Store = openai.Bool(false)
-			}
-			o2.Ledger = led
+			o2.Ledger = f
 			res, err := ts.Resume(context.Background(), cp, o2, CallOptions{})
 			if err != nil {
 				t.Fatal(err, srv.Violations())
@@ -149,14 +143,9 @@ func TestResumeRefusesACheckpointInsideTheCalls(t *testing.T) {
 	ts, _, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
 	f := openLedger(t, t.TempDir())
 	// The 7th checkpoint is before the click.
-	led := &crashLedger{f: f, crashAt: 7}
-	o := opts()
-	o.Ledger = led
-	if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
-		t.Fatalf("run: %v", err)
-	}
+	runToCrash(t, ts, opts(), CallOptions{}, f, 7)
 	before := len(d.Calls())
-	cp := led.last(t)
+	cp := lastCheckpoint(t, f)
 	if _, err := ts.Resume(context.Background(), cp, opts(), CallOptions{}); !errors.Is(err, ErrUncertain) {
 		t.Fatalf("resume from %s: %v, want ErrUncertain", cp.Phase, err)
 	}

@@ -40,29 +40,26 @@ func TestResumeInsideAResponse(t *testing.T) {
 	// the screenshot call, request 2, response, before and after the click,
 	// before and after the typing, request 3.
 	const beforeShot, beforeClick, beforeType = 3, 7, 9
-	for _, stateless := range []bool{false, true} {
+	for _, mode := range historyModes {
 		for crashAt := 1; crashAt <= 11; crashAt++ {
 			answers := []Reconciliation{""}
 			if crashAt == beforeShot || crashAt == beforeClick || crashAt == beforeType {
 				answers = []Reconciliation{Done, NotDone}
 			}
 			for _, answer := range answers {
-				name := fmt.Sprintf("stored/crash at %d", crashAt)
-				if stateless {
-					name = fmt.Sprintf("local history/crash at %d", crashAt)
-				}
+				name := fmt.Sprintf("%s/crash at %d", mode.name, crashAt)
 				if answer != "" {
 					name += "/" + string(answer)
 				}
 				t.Run(name, func(t *testing.T) {
-					resumeInsideAResponse(t, script(), stateless, crashAt, answer, check.ID)
+					resumeInsideAResponse(t, script(), mode, crashAt, answer, check.ID)
 				})
 			}
 		}
 	}
 }
 
-func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, stateless bool, crashAt int, answer Reconciliation, checkID string) {
+func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, mode historyMode, crashAt int, answer Reconciliation, checkID string) {
 	ts, srv, d := setup(t, turns...)
 	dir := t.TempDir()
 	f := openLedger(t, dir)
@@ -72,24 +69,16 @@ func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, stateless bool
 		return len(cs) == 1 && cs[0].ID == checkID, nil
 	}}
 	o := func() RunOptions {
-		o := opts()
+		o := mode.opts()
 		o.MaxSteps = 5
-		if stateless {
-			o.Store = openai.Bool(false)
-		}
 		return o
 	}
-	first := o()
-	first.Ledger = &crashLedger{f: f, crashAt: crashAt}
-	if _, err := ts.Run(context.Background(), first, calls); !errors.Is(err, errCrash) {
-		t.Fatalf("run: %v, want the simulated crash", err)
-	}
+	runToCrash(t, ts, o(), calls, f, crashAt)
 	f.Close()
 	before, approvedBefore := d.kinds(), approvals.Load()
 
 	f = openLedger(t, dir)
-	led := &crashLedger{f: f}
-	cp := led.last(t)
+	cp := lastCheckpoint(t, f)
 	u, err := cp.Uncertain()
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +88,7 @@ func resumeInsideAResponse(t *testing.T, turns []respserver.Turn, stateless bool
 	}
 	asked := 0
 	again := o()
-	again.Input, again.Ledger = "", led
+	again.Input, again.Ledger = "", f
 	again.Reconcile = func(_ context.Context, got Uncertain) (Reconciliation, error) {
 		asked++
 		if got.CallID != cp.CallID || got.Type != "computer_call" || len(got.Actions) != 1 {
@@ -153,14 +142,9 @@ func answers(a Reconciliation) []Reconciliation {
 func TestResumeNeedsAReconciliation(t *testing.T) {
 	ts, _, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
 	f := openLedger(t, t.TempDir())
-	led := &crashLedger{f: f, crashAt: 7} // before the click
-	o := opts()
-	o.Ledger = led
-	if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
-		t.Fatalf("run: %v", err)
-	}
+	runToCrash(t, ts, opts(), CallOptions{}, f, 7) // before the click
 	calls := len(d.Calls())
-	cp := led.last(t)
+	cp := lastCheckpoint(t, f)
 	for _, rec := range []func(context.Context, Uncertain) (Reconciliation, error){
 		nil,
 		func(context.Context, Uncertain) (Reconciliation, error) { return "maybe", nil },
@@ -183,13 +167,8 @@ func TestResumeNeedsAReconciliation(t *testing.T) {
 func TestResumeInAnotherViewIsRefused(t *testing.T) {
 	ts, _, d := setup(t, respserver.Call(shot), respserver.Call(`{"type":"click","x":3,"y":4}`), respserver.Final("done"))
 	f := openLedger(t, t.TempDir())
-	led := &crashLedger{f: f, crashAt: 6} // the second response, before its click
-	o := opts()
-	o.Ledger = led
-	if _, err := ts.Run(context.Background(), o, CallOptions{}); !errors.Is(err, errCrash) {
-		t.Fatalf("run: %v", err)
-	}
-	cp := led.last(t)
+	runToCrash(t, ts, opts(), CallOptions{}, f, 6) // the second response, before its click
+	cp := lastCheckpoint(t, f)
 	d.size = scaling.Size{W: 32, H: 20}
 	before := len(d.kinds())
 	_, err := ts.Resume(context.Background(), cp, opts(), CallOptions{})
@@ -225,7 +204,7 @@ func TestResumeUncertainFunction(t *testing.T) {
 			if _, err := r.Run(context.Background(), o); !errors.Is(err, errCrash) {
 				t.Fatalf("run: %v", err)
 			}
-			cp := led.last(t)
+			cp := lastCheckpoint(t, f)
 			u, err := cp.Uncertain()
 			if err != nil || u == nil || u.Type != "function_call" || u.Name != "book" || u.Arguments != "{}" {
 				t.Fatalf("uncertain %+v, %v", u, err)

@@ -45,17 +45,14 @@ func body(t *testing.T, raw json.RawMessage) map[string]any {
 
 func TestServerToolResultsKeptNative(t *testing.T) {
 	ci := respserver.ServerItem("code_interpreter_call", "completed", map[string]any{"container_id": "cntr_kept"})
-	for _, stateless := range []bool{false, true} {
-		t.Run(map[bool]string{false: "stored", true: "store false"}[stateless], func(t *testing.T) {
+	for _, mode := range historyModes {
+		t.Run(mode.name, func(t *testing.T) {
 			ts, srv, d := setup(t,
 				respserver.Items(respserver.ServerItem("web_search_call", "completed", nil), ci,
 					respserver.Reasoning("gAAAA-encrypted"), respserver.ComputerCall(shot)),
 				respserver.Final("done"))
-			o := opts()
+			o := mode.opts()
 			o.Tools = []Tool{declare(t, webSearch), declare(t, interpreter)}
-			if stateless {
-				o.Store = openai.Bool(false)
-			}
 			if _, err := ts.Run(context.Background(), o, CallOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -66,10 +63,10 @@ func TestServerToolResultsKeptNative(t *testing.T) {
 				t.Fatalf("driver calls %v", d.kinds())
 			}
 			second := string(srv.Requests()[1].Body)
-			if stateless != strings.Contains(second, "cntr_kept") || stateless != strings.Contains(second, "gAAAA-encrypted") {
+			if mode.stateless != strings.Contains(second, "cntr_kept") || mode.stateless != strings.Contains(second, "gAAAA-encrypted") {
 				t.Fatalf("second request: %.400s", second)
 			}
-			if b := body(t, srv.Requests()[1].Body); stateless && b["store"] != false {
+			if b := body(t, srv.Requests()[1].Body); mode.stateless && b["store"] != false {
 				t.Fatalf("store not sent unchanged: %v", b["store"])
 			}
 		})
