@@ -28,12 +28,25 @@ type BrowserToolset struct {
 type Option func(*config)
 
 type config struct {
-	members, additional       []Member
-	membersSet, additionalSet bool
-	confirmReads              []Member
-	confirm                   ConfirmFunc
-	urlPolicy                 URLPolicyFunc
-	errs                      []error
+	members, additional memberList
+	confirmReads        []Member
+	confirm             ConfirmFunc
+	urlPolicy           URLPolicyFunc
+	errs                []error
+}
+
+// memberList is a selection of members that its option may give only once.
+type memberList struct {
+	names []Member
+	given bool
+}
+
+// give records the selection an option gives; giving it again is an error.
+func (c *config) give(l *memberList, option string, names []Member) {
+	if l.given {
+		c.errs = append(c.errs, fmt.Errorf("%s given twice", option))
+	}
+	*l = memberList{names: names, given: true}
 }
 
 // WithMembers offers exactly these members, when the driver implements
@@ -43,12 +56,7 @@ type config struct {
 // with WithAdditionalMembers. The selection is copied.
 func WithMembers(members ...Member) Option {
 	members = slices.Clone(members)
-	return func(c *config) {
-		if c.membersSet {
-			c.errs = append(c.errs, errors.New("WithMembers given twice"))
-		}
-		c.members, c.membersSet = members, true
-	}
+	return func(c *config) { c.give(&c.members, "WithMembers", members) }
 }
 
 // WithAdditionalMembers keeps the implemented default members and adds
@@ -56,12 +64,7 @@ func WithMembers(members ...Member) Option {
 // WithMembers. The selection is copied.
 func WithAdditionalMembers(members ...Member) Option {
 	members = slices.Clone(members)
-	return func(c *config) {
-		if c.additionalSet {
-			c.errs = append(c.errs, errors.New("WithAdditionalMembers given twice"))
-		}
-		c.additional, c.additionalSet = members, true
-	}
+	return func(c *config) { c.give(&c.additional, "WithAdditionalMembers", members) }
 }
 
 // WithConfirm sets the consent callback; it is required when any enabled
@@ -98,15 +101,15 @@ func New(d Driver, opts ...Option) (*BrowserToolset, error) {
 	if len(c.errs) > 0 {
 		return fail("%w", errors.Join(c.errs...))
 	}
-	if c.membersSet && c.additionalSet {
+	if c.members.given && c.additional.given {
 		return fail("members and additional members cannot be combined")
 	}
 	enabled := map[Member]bool{}
-	if c.membersSet {
-		if err := checkNames("members", c.members, d); err != nil {
+	if c.members.given {
+		if err := checkNames("members", c.members.names, d); err != nil {
 			return fail("%w", err)
 		}
-		for _, m := range c.members {
+		for _, m := range c.members.names {
 			enabled[m] = true
 		}
 	} else {
@@ -115,10 +118,10 @@ func New(d Driver, opts ...Option) (*BrowserToolset, error) {
 				enabled[s.name] = true
 			}
 		}
-		if err := checkNames("additional members", c.additional, d); err != nil {
+		if err := checkNames("additional members", c.additional.names, d); err != nil {
 			return fail("%w", err)
 		}
-		for _, m := range c.additional {
+		for _, m := range c.additional.names {
 			enabled[m] = true
 		}
 	}

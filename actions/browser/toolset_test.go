@@ -140,6 +140,7 @@ func TestNewRefusesBadConfigurations(t *testing.T) {
 		{"nil driver", nil, nil, "nil driver"},
 		{"members and additional", f, []Option{WithMembers(ReadPage), WithAdditionalMembers(ClickAt), confirm}, "cannot be combined"},
 		{"members twice", f, []Option{WithMembers(ReadPage), WithMembers(Find)}, "WithMembers given twice"},
+		{"additional members twice", f, []Option{WithAdditionalMembers(ClickAt), WithAdditionalMembers(HoverAt), confirm}, "WithAdditionalMembers given twice"},
 		{"unknown member", f, []Option{WithMembers("read_pages")}, `"read_pages" is not a browser member`},
 		{"repeated member", f, []Option{WithMembers(ReadPage, ReadPage)}, `"read_page" is listed twice`},
 		{"not implemented", readOnly{f, f}, []Option{WithMembers(ReadPage, Find)}, `does not implement "find"`},
