@@ -2,9 +2,13 @@ package browser
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd-dev/agentd/actions/browser"
+	"github.com/agentd-dev/agentd/runner"
 )
 
 // TestOutputParamImage checks an output with an image as the SDK sends it:
@@ -43,5 +47,24 @@ func sameJSON(t *testing.T, got []byte, want string) {
 	ws, _ := json.Marshal(w)
 	if string(gs) != string(ws) {
 		t.Fatalf("got\n%s\nwant\n%s", gs, ws)
+	}
+}
+
+// A browser call's event names the member and how it ended (an error only
+// when it did not end ok), and never its arguments or what it read.
+func TestCallEvent(t *testing.T) {
+	for _, tc := range []struct {
+		outcome browser.Outcome
+		err     string
+	}{{browser.OutcomeOK, ""}, {browser.OutcomeFailed, "failed"}, {browser.OutcomeRefused, "refused"}} {
+		ev := CallEvent(browser.CallRecord{CallID: "call_1", Member: browser.Click, Outcome: tc.outcome,
+			Err: errors.New("secret page text"), Duration: 3 * time.Millisecond})
+		if ev.Kind != runner.EventFunction || ev.CallID != "call_1" || ev.Duration != runner.Duration(3*time.Millisecond) ||
+			ev.Function == nil || ev.Function.Name != "click" || ev.Function.Error != tc.err {
+			t.Fatalf("%s: event %+v (function %+v)", tc.outcome, ev, ev.Function)
+		}
+		if b, _ := json.Marshal(ev); strings.Contains(string(b), "secret") {
+			t.Fatalf("%s: the event carries the call's error: %s", tc.outcome, b)
+		}
 	}
 }

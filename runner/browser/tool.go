@@ -100,14 +100,7 @@ func (b *batch) run(ctx context.Context, ts *browser.BrowserToolset, s *runner.S
 	}
 	res, err := prepared.Run(ctx)
 	for _, r := range res.Calls {
-		// What the run records and shows: the member and how it ended,
-		// never the arguments or the page's content.
-		ev := runner.Event{Kind: runner.EventFunction, CallID: r.CallID, Duration: runner.Duration(r.Duration),
-			Function: &runner.FunctionEvent{Name: string(r.Member)}}
-		if r.Outcome != browser.OutcomeOK {
-			ev.Function.Error = string(r.Outcome)
-		}
-		s.Event(ev)
+		s.Event(CallEvent(r))
 		if r.Attempted {
 			s.Attempted(r.CallID)
 		}
@@ -120,4 +113,15 @@ func (b *batch) run(ctx context.Context, ts *browser.BrowserToolset, s *runner.S
 		b.outputs[o.CallID] = OutputParam(o)
 	}
 	return err
+}
+
+// CallEvent is what a run records and shows of a browser call: the member
+// and how it ended, never the arguments or the page's content.
+func CallEvent(r browser.CallRecord) runner.Event {
+	ev := runner.Event{Kind: runner.EventFunction, CallID: r.CallID, Duration: runner.Duration(r.Duration),
+		Function: &runner.FunctionEvent{Name: string(r.Member)}}
+	if r.Outcome != browser.OutcomeOK {
+		ev.Function.Error = string(r.Outcome)
+	}
+	return ev
 }
