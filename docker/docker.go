@@ -30,7 +30,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -664,23 +663,11 @@ func (g *Guest) StartMilestones(ctx context.Context) ([]backend.Milestone, error
 	if err != nil {
 		return nil, err
 	}
-	out := slices.Clone(g.marks)
-	for line := range strings.Lines(logs) {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "entrypoint: mark ")
-		if !ok {
-			continue
-		}
-		name, at, ok := strings.Cut(rest, " ")
-		sec, frac, _ := strings.Cut(at, ".")
-		s, err1 := strconv.ParseInt(sec, 10, 64)
-		us, err2 := strconv.ParseInt((frac + "000000")[:6], 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("docker guest %s: bad start mark %q", g.Name, line)
-		}
-		out = append(out, backend.Milestone{Name: name, At: time.Unix(s, us*1000)})
+	ms, err := backend.ImageMilestones(g.marks, logs)
+	if err != nil {
+		return nil, fmt.Errorf("docker guest %s: %w", g.Name, err)
 	}
-	slices.SortStableFunc(out, func(a, b backend.Milestone) int { return a.At.Compare(b.At) })
-	return out, nil
+	return ms, nil
 }
 
 // Logs returns the container's last n lines of output (stdout and stderr

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -200,24 +198,11 @@ func (p *pod) StartMilestones(ctx context.Context) ([]backend.Milestone, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := slices.Clone(p.marks)
-	sc := bufio.NewScanner(strings.NewReader(logs))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "entrypoint: mark ")
-		if !ok {
-			continue
-		}
-		name, at, ok := strings.Cut(rest, " ")
-		sec, frac, _ := strings.Cut(at, ".")
-		s, err1 := strconv.ParseInt(sec, 10, 64)
-		us, err2 := strconv.ParseInt((frac + "000000")[:6], 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, p.errorf("bad start mark %q", sc.Text())
-		}
-		out = append(out, backend.Milestone{Name: name, At: time.Unix(s, us*1000)})
+	ms, err := backend.ImageMilestones(p.marks, logs)
+	if err != nil {
+		return nil, p.errorf("%w", err)
 	}
-	slices.SortStableFunc(out, func(a, b backend.Milestone) int { return a.At.Compare(b.At) })
-	return out, nil
+	return ms, nil
 }
 
 // Down deletes the Pod, its Secret, NetworkPolicy and ConfigMap, waits

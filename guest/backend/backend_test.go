@@ -2,8 +2,10 @@ package backend
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestInHome(t *testing.T) {
@@ -71,3 +73,33 @@ type localOnly struct{}
 
 func (localOnly) Name() string     { return "local-only" }
 func (localOnly) Size() (int, int) { return 0, 0 }
+
+// TestImageMilestones: the entrypoint's marks, among other output, join
+// the host's in time order, with their fractions of a second; a mark whose
+// time does not parse is an error naming it.
+func TestImageMilestones(t *testing.T) {
+	host := []Milestone{{"up", time.Unix(100, 0)}, {"healthy", time.Unix(103, 0)}}
+	logs := "starting\nentrypoint: mark begin 101.5\n  entrypoint: mark xvfb 102.000250\r\nentrypoint: mark agentd-started 102\nXvfb ready\n"
+	got, err := ImageMilestones(host, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Milestone{
+		{"up", time.Unix(100, 0)},
+		{"begin", time.Unix(101, 500_000_000)},
+		{"agentd-started", time.Unix(102, 0)},
+		{"xvfb", time.Unix(102, 250_000)},
+		{"healthy", time.Unix(103, 0)},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ImageMilestones = %v; want %v", got, want)
+	}
+	if len(host) != 2 {
+		t.Errorf("the host's milestones were changed: %v", host)
+	}
+	for _, bad := range []string{"entrypoint: mark begin", "entrypoint: mark begin soon", "entrypoint: mark begin 1.x"} {
+		if _, err := ImageMilestones(nil, bad+"\n"); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ImageMilestones(%q) = %v; want an error naming the line", bad, err)
+		}
+	}
+}

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/agentd-dev/agentd/internal/statedir"
 )
@@ -163,6 +167,29 @@ func CheckImage(spec Spec, where string) error {
 		}
 	}
 	return nil
+}
+
+// ImageMilestones returns host's milestones and those the guest image's
+// entrypoint marked in its output logs ("entrypoint: mark NAME SECONDS",
+// SECONDS with up to six decimals), in time order.
+func ImageMilestones(host []Milestone, logs string) ([]Milestone, error) {
+	out := slices.Clone(host)
+	for line := range strings.Lines(logs) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "entrypoint: mark ")
+		if !ok {
+			continue
+		}
+		name, at, ok := strings.Cut(rest, " ")
+		sec, frac, _ := strings.Cut(at, ".")
+		s, err1 := strconv.ParseInt(sec, 10, 64)
+		us, err2 := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("bad start mark %q", strings.TrimSpace(line))
+		}
+		out = append(out, Milestone{Name: name, At: time.Unix(s, us*1000)})
+	}
+	slices.SortStableFunc(out, func(a, b Milestone) int { return a.At.Compare(b.At) })
+	return out, nil
 }
 
 // ImageFiles is what a guest running the guest image offers for reading
