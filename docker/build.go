@@ -61,12 +61,10 @@ func Build(ctx context.Context, opts BuildOptions, progress func(string)) error 
 		return err
 	}
 	defer cli.Close()
-	say := func(s string) {
-		if progress != nil {
-			progress(s)
-		}
+	if progress == nil {
+		progress = func(string) {}
 	}
-	return build(ctx, cli, opts, say)
+	return build(ctx, cli, opts, progress)
 }
 
 func build(ctx context.Context, cli *client.Client, opts BuildOptions, say func(string)) error {

@@ -261,16 +261,14 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Guest, error) 
 	if err != nil {
 		return nil, err
 	}
-	say := func(s string) {
-		if progress != nil {
-			progress(s)
-		}
+	if progress == nil {
+		progress = func(string) {}
 	}
 	cli, err := NewClient(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g, err := up(ctx, cli, cfg, say)
+	g, err := up(ctx, cli, cfg, progress)
 	if err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("docker guest %s: %w", cfg.Name, err)

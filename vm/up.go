@@ -25,19 +25,17 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Guest, error) 
 	if err != nil {
 		return nil, err
 	}
-	say := func(s string) {
-		if progress != nil {
-			progress(s)
-		}
+	if progress == nil {
+		progress = func(string) {}
 	}
 	if err := checkHost(ctx, cfg.VMType); err != nil {
 		return nil, fmt.Errorf("vm guest %s: %w", cfg.Name, err)
 	}
-	lima, err := findLimactl(cfg.Limactl, say)
+	lima, err := findLimactl(cfg.Limactl, progress)
 	if err != nil {
 		return nil, fmt.Errorf("vm guest %s: %w", cfg.Name, err)
 	}
-	g, err := up(ctx, lima, cfg, say)
+	g, err := up(ctx, lima, cfg, progress)
 	if err != nil {
 		return nil, fmt.Errorf("vm guest %s: %w", cfg.Name, err)
 	}
