@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"time"
 )
 
 // runID is a run folder's name as agentctl makes it; nothing else is looked
@@ -16,6 +18,30 @@ var runID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // shotFile is a screenshot file's name in a record.
 var shotFile = regexp.MustCompile(`^step-\d{3,}(-\d+)?\.png$`)
+
+// listNewest reads the summary of each folder in dir whose name is a
+// runID and that read can read, newest first by started; no dir is no
+// folders.
+func listNewest[S any](dir string, read func(id string) (S, error), started func(S) time.Time) ([]S, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return []S{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	list := []S{}
+	for _, e := range entries {
+		if !e.IsDir() || !runID.MatchString(e.Name()) {
+			continue
+		}
+		if s, err := read(e.Name()); err == nil {
+			list = append(list, s)
+		}
+	}
+	slices.SortFunc(list, func(a, b S) int { return started(b).Compare(started(a)) })
+	return list, nil
+}
 
 func (s *Server) serveRuns(w http.ResponseWriter, r *http.Request) {
 	runs, err := listRuns(s.cfg.RunsDir)

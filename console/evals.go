@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"slices"
 	"time"
 )
 
@@ -152,26 +151,13 @@ func readEval(evalsDir, id string) (*Eval, error) {
 // holding a plan.json), newest first. A folder that is not a readable
 // evaluation is left out.
 func listEvals(dir string) ([]EvalSummary, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return []EvalSummary{}, nil
-		}
-		return nil, err
-	}
-	evals := []EvalSummary{}
-	for _, e := range entries {
-		if !e.IsDir() || !runID.MatchString(e.Name()) {
-			continue
-		}
-		ev, err := readEval(dir, e.Name())
+	return listNewest(dir, func(id string) (EvalSummary, error) {
+		ev, err := readEval(dir, id)
 		if err != nil {
-			continue
+			return EvalSummary{}, err
 		}
-		evals = append(evals, ev.EvalSummary)
-	}
-	slices.SortFunc(evals, func(a, b EvalSummary) int { return b.Started.Compare(a.Started) })
-	return evals, nil
+		return ev.EvalSummary, nil
+	}, func(ev EvalSummary) time.Time { return ev.Started })
 }
 
 // trialRecord is the folders of a trial's run record under its

@@ -2,9 +2,7 @@ package console
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -342,24 +340,11 @@ func markOf(summary string) *Mark {
 // listRuns reads the summaries of the runs in dir, newest first. A folder
 // that is not a readable record is left out.
 func listRuns(dir string) ([]RunSummary, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return []RunSummary{}, nil
-		}
-		return nil, err
-	}
-	runs := []RunSummary{}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		r, err := readRun(filepath.Join(dir, e.Name()), e.Name())
+	return listNewest(dir, func(id string) (RunSummary, error) {
+		r, err := readRun(filepath.Join(dir, id), id)
 		if err != nil {
-			continue
+			return RunSummary{}, err
 		}
-		runs = append(runs, r.RunSummary)
-	}
-	slices.SortFunc(runs, func(a, b RunSummary) int { return b.Start.Compare(a.Start) })
-	return runs, nil
+		return r.RunSummary, nil
+	}, func(r RunSummary) time.Time { return r.Start })
 }
