@@ -173,3 +173,16 @@ func (r ConsentRequest) Summary() string {
 	}
 	return fmt.Sprintf("%s %s", r.Member, raw)
 }
+
+// Where names, for a person who is asked about the call, the page it acts
+// on: the active tab's title and URL, or "the browser" when the state shows
+// no active tab (or there is no state, before a read).
+func (r ConsentRequest) Where() string {
+	if r.State == nil {
+		return "the browser"
+	}
+	if t := r.State.ActiveTab(); t != nil {
+		return fmt.Sprintf("%q (%s)", t.Title, t.URL)
+	}
+	return "the browser"
+}

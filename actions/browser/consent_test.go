@@ -327,3 +327,21 @@ func TestBrowserSafetyConsentSummaryHidesTypedText(t *testing.T) {
 		}
 	}
 }
+
+// Where names the active tab a call acts on, or the browser when no tab is
+// known to be active.
+func TestConsentWhere(t *testing.T) {
+	tabs := []Tab{{ID: "t1", Title: "Cart", URL: "https://shop.example/cart"}, {ID: "t2", Title: "Login", URL: "https://shop.example/login", Active: true}}
+	for _, c := range []struct {
+		state *State
+		want  string
+	}{
+		{&State{Tabs: tabs}, `"Login" (https://shop.example/login)`},
+		{&State{Tabs: tabs[:1]}, "the browser"},
+		{nil, "the browser"},
+	} {
+		if got := (ConsentRequest{Member: Click, State: c.state}).Where(); got != c.want {
+			t.Errorf("Where() with tabs %v = %q, want %q", c.state, got, c.want)
+		}
+	}
+}

@@ -59,6 +59,16 @@ func (s State) Clone() State {
 	return s
 }
 
+// ActiveTab returns the active tab, or nil when no tab is active.
+func (s State) ActiveTab() *Tab {
+	for i := range s.Tabs {
+		if s.Tabs[i].Active {
+			return &s.Tabs[i]
+		}
+	}
+	return nil
+}
+
 // normalizeState checks a driver's state and returns the copy the toolset
 // reports: URLs reduced to origins (http, https), about:blank, or a scheme;
 // V1 titles cut to MaxTitleBytes.

@@ -219,12 +219,7 @@ func (c *Checker) judge(ctx context.Context, st state) Verdict {
 		if err != nil {
 			return fail("browser state: %v", err)
 		}
-		var active *browser.Tab
-		for i := range s.Tabs {
-			if s.Tabs[i].Active {
-				active = &s.Tabs[i]
-			}
-		}
+		active := s.ActiveTab()
 		if active == nil {
 			return fail("no active tab")
 		}

@@ -201,13 +201,5 @@ func BrowserToolset(d browser.Driver, origins []string, ask Asker) (*browser.Bro
 // ConsentQuestion says what the model asks to do and where; typed text
 // and a script's source by their length only (ConsentRequest.Summary).
 func ConsentQuestion(req browser.ConsentRequest) string {
-	where := "the browser"
-	if req.State != nil {
-		for _, t := range req.State.Tabs {
-			if t.Active {
-				where = fmt.Sprintf("%q (%s)", t.Title, t.URL)
-			}
-		}
-	}
-	return fmt.Sprintf("\nThe model asks for browser %s on %s.\nApprove? [y/N] ", req.Summary(), where)
+	return fmt.Sprintf("\nThe model asks for browser %s on %s.\nApprove? [y/N] ", req.Summary(), req.Where())
 }
