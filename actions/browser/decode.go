@@ -110,14 +110,23 @@ func (d *decoder) fail(path, format string, args ...any) {
 	}
 }
 
+// is reports whether v, at path, is of kind k, and fails saying that it
+// must be what when it is not. After a failure it reports false.
+func (d *decoder) is(path string, v jsonValue, k jsonKind, what string) bool {
+	if d.err != nil {
+		return false
+	}
+	if v.kind != k {
+		d.fail(path, "must be %s, not %s", what, v.kind)
+		return false
+	}
+	return true
+}
+
 func (d *decoder) str(name string) string { return d.strAt(name, d.fields[name]) }
 
 func (d *decoder) strAt(path string, v jsonValue) string {
-	if d.err != nil {
-		return ""
-	}
-	if v.kind != jsonString {
-		d.fail(path, "must be a string, not %s", v.kind)
+	if !d.is(path, v, jsonString, "a string") {
 		return ""
 	}
 	return v.text
@@ -186,23 +195,12 @@ func (d *decoder) intAt(path string, v jsonValue, min, max int64) int64 {
 
 func (d *decoder) boolean(name string) bool {
 	v := d.fields[name]
-	if d.err != nil {
-		return false
-	}
-	if v.kind != jsonBool {
-		d.fail(name, "must be a boolean (true or false), not %s", v.kind)
-		return false
-	}
-	return v.b
+	return d.is(name, v, jsonBool, "a boolean (true or false)") && v.b
 }
 
 func (d *decoder) array(name string) []jsonValue {
 	v := d.fields[name]
-	if d.err != nil {
-		return nil
-	}
-	if v.kind != jsonArray {
-		d.fail(name, "must be an array, not %s", v.kind)
+	if !d.is(name, v, jsonArray, "an array") {
 		return nil
 	}
 	return v.items
@@ -261,11 +259,7 @@ func (d *decoder) modifiers(name string) []Modifier {
 }
 
 func (d *decoder) point(path string, v jsonValue) Point {
-	if d.err != nil {
-		return Point{}
-	}
-	if v.kind != jsonObject {
-		d.fail(path, "must be an object {x, y}, not %s", v.kind)
+	if !d.is(path, v, jsonObject, "an object {x, y}") {
 		return Point{}
 	}
 	pd, ferr := newDecoder(v, []string{"x", "y"})
