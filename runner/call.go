@@ -34,22 +34,26 @@ import (
 // The returned item is the computer_call_output to send back; on failure the
 // error is a *RunError.
 func (t *Toolset) Execute(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions, onEvent func(Event)) (responses.ResponseInputItemComputerCallOutputParam, error) {
-	p, png, err := t.execute(ctx, call, opts, onEvent)
+	p, png, err := t.execute(ctx, opts, onEvent, func(c *computerTool) (*plan, error) { return c.prepare(call) })
 	if err != nil {
 		return responses.ResponseInputItemComputerCallOutputParam{}, err
 	}
 	return outputParam(p, png), nil
 }
 
-// ExecuteShot is Execute for a caller that sends the settled screenshot
-// itself (the MCP server): it returns the screenshot's PNG, without the
-// computer_call_output, whose data URL would be encoded for nothing.
-func (t *Toolset) ExecuteShot(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions, onEvent func(Event)) ([]byte, error) {
-	_, png, err := t.execute(ctx, call, opts, onEvent)
+// ExecuteShot is Execute for a caller that decoded the call's actions
+// itself, strictly (actions.Decode), and sends the settled screenshot
+// itself (the MCP server): the actions are not encoded into a
+// computer_call to be decoded again, their points are checked as
+// Execute's, and it returns the screenshot's PNG without the
+// computer_call_output, whose data URL would be encoded for nothing. as
+// belongs to the call until it returns.
+func (t *Toolset) ExecuteShot(ctx context.Context, callID string, as []actions.Action, opts CallOptions, onEvent func(Event)) ([]byte, error) {
+	_, png, err := t.execute(ctx, opts, onEvent, func(c *computerTool) (*plan, error) { return c.planActions(callID, as) })
 	return png, err
 }
 
-func (t *Toolset) execute(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions, onEvent func(Event)) (*plan, []byte, error) {
+func (t *Toolset) execute(ctx context.Context, opts CallOptions, onEvent func(Event), prepare func(*computerTool) (*plan, error)) (*plan, []byte, error) {
 	if err := t.gate.Acquire(ErrClosed, ErrBusy); err != nil {
 		return nil, nil, &RunError{Err: err}
 	}
@@ -59,7 +63,7 @@ func (t *Toolset) execute(ctx context.Context, call responses.ResponseComputerTo
 	defer c.keepImage()
 	s := &Step{x: x}
 
-	p, err := c.prepare(call)
+	p, err := prepare(c)
 	if err != nil {
 		return nil, nil, x.fail(err)
 	}
@@ -187,6 +191,20 @@ func (c *computerTool) prepare(call responses.ResponseComputerToolCall) (*plan, 
 		p.checks = append(p.checks, SafetyCheck{ID: c.ID, Code: c.Code, Message: c.Message})
 	}
 	return p, nil
+}
+
+// planActions is prepare for actions already decoded strictly: every
+// point is checked before anything of the call may run.
+func (c *computerTool) planActions(callID string, as []actions.Action) (*plan, error) {
+	if callID == "" || len(as) == 0 {
+		return nil, &BadInputError{CallID: callID, Index: -1, Err: errors.New("a call needs a call_id and actions")}
+	}
+	for i, a := range as {
+		if err := c.checkPoints(a); err != nil {
+			return nil, &BadInputError{CallID: callID, Index: i, Err: err}
+		}
+	}
+	return &plan{tool: c, callID: callID, actions: as}, nil
 }
 
 // checkPoints requires every point of a to lie inside the image the model

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/runner/computer"
 	"github.com/agentd-dev/agentd/scaling"
 	"github.com/agentd-dev/agentd/tools/respserver"
@@ -640,6 +642,36 @@ func TestExecute(t *testing.T) {
 	ts.Close()
 	if _, err := ts.Execute(context.Background(), first, approve, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestExecuteShot: decoded actions run under Execute's rules: every point is
+// checked against the image the caller last sent before any action runs.
+func TestExecuteShot(t *testing.T) {
+	d := newFakeDriver(t, 64, 40)
+	ts := New(openai.NewClient(), computer.Sequential(d))
+	defer ts.Close()
+	ctx := context.Background()
+	png, err := ts.ExecuteShot(ctx, "call_1", []actions.Action{{Type: actions.Screenshot}}, CallOptions{}, nil)
+	if err != nil || !bytes.Equal(png, d.png) {
+		t.Fatalf("screenshot: %d bytes, %v", len(png), err)
+	}
+	var be *BadInputError
+	_, err = ts.ExecuteShot(ctx, "call_2", []actions.Action{{Type: actions.Click, Button: "left", X: 1, Y: 1}, {Type: actions.Click, Button: "left", X: 64, Y: 1}}, CallOptions{}, nil)
+	if !errors.As(err, &be) || be.CallID != "call_2" || be.Index != 1 || !strings.Contains(err.Error(), "outside the 64x40 image") {
+		t.Fatalf("a point off the image: %v", err)
+	}
+	if _, err := ts.ExecuteShot(ctx, "call_3", nil, CallOptions{}, nil); !errors.As(err, &be) || be.Index != -1 {
+		t.Fatalf("no actions: %v", err)
+	}
+	if got := d.kinds(); !slices.Equal(got, []string{"screenshot"}) {
+		t.Fatalf("driver calls %v, want the first call's screenshot alone", got)
+	}
+	if _, err := ts.ExecuteShot(ctx, "call_4", []actions.Action{{Type: actions.Click, Button: "left", X: 63, Y: 39}}, CallOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.kinds(); !slices.Equal(got, []string{"screenshot", "click", "screenshot"}) {
+		t.Fatalf("driver calls %v", got)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
@@ -72,35 +71,36 @@ func ptr[T any](v T) *T { return &v }
 
 // decodeCall reads a call's arguments strictly: one object holding exactly
 // "actions", each action decoded as the computer tool's (actions.Decode).
-func decodeCall(args json.RawMessage) ([]json.RawMessage, []actions.Action, error) {
+// It is the call's only decoding: the runner checks the decoded actions.
+func decodeCall(args json.RawMessage) ([]actions.Action, error) {
 	var in struct {
 		Actions []json.RawMessage `json:"actions"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return nil, nil, fmt.Errorf("the arguments must be {\"actions\": [...]}: %w", err)
+		return nil, fmt.Errorf("the arguments must be {\"actions\": [...]}: %w", err)
 	}
 	if dec.More() {
-		return nil, nil, errors.New("text after the arguments object")
+		return nil, errors.New("text after the arguments object")
 	}
 	if len(in.Actions) == 0 {
-		return nil, nil, errors.New(`"actions" is missing or empty`)
+		return nil, errors.New(`"actions" is missing or empty`)
 	}
 	as := make([]actions.Action, len(in.Actions))
 	for i, raw := range in.Actions {
 		a, err := actions.Decode(raw)
 		if err != nil {
-			return nil, nil, fmt.Errorf("action %d: %w", i, err)
+			return nil, fmt.Errorf("action %d: %w", i, err)
 		}
 		as[i] = a
 	}
-	return in.Actions, as, nil
+	return as, nil
 }
 
 // computer runs one call of the computer tool.
 func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	raws, as, err := decodeCall(req.Params.Arguments)
+	as, err := decodeCall(req.Params.Arguments)
 	if err != nil {
 		return errorResult("invalid input, nothing was performed: " + err.Error())
 	}
@@ -123,10 +123,6 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 	if res := x.takeoverCheck(ctx, callID, steps); res != nil {
 		return res
 	}
-	call, err := computerCall(callID, raws)
-	if err != nil {
-		return errorResult("invalid input, nothing was performed: " + err.Error())
-	}
 	prog := startProgress(ctx, req, len(as))
 	opts := runner.CallOptions{ImageSpace: x.image}
 	switch {
@@ -135,7 +131,7 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 	case x.srv.cfg.Confirm:
 		opts.BeforeAction = x.confirmer()
 	}
-	_, err = x.ts.ExecuteShot(ctx, call, opts, func(e runner.Event) {
+	_, err = x.ts.ExecuteShot(ctx, callID, as, opts, func(e runner.Event) {
 		x.event(e)
 		if e.Kind == runner.EventAction && e.Action != nil {
 			prog.step(ctx, e.Action.Summary)
@@ -151,18 +147,6 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 	shot := x.drv.shot
 	x.image = shot.Transform.Image
 	return screenshotResult(shot, ranText(as, shot))
-}
-
-// computerCall is the MCP call as the Responses API's computer_call, so
-// the runner's own Execute checks and runs it.
-func computerCall(callID string, raws []json.RawMessage) (responses.ResponseComputerToolCall, error) {
-	var call responses.ResponseComputerToolCall
-	data, err := json.Marshal(map[string]any{"type": "computer_call", "id": "cu_" + callID, "call_id": callID,
-		"status": "completed", "actions": raws, "pending_safety_checks": []any{}})
-	if err != nil {
-		return call, err
-	}
-	return call, json.Unmarshal(data, &call)
 }
 
 func screenshotResult(shot computer.Screenshot, text string) *mcp.CallToolResult {
