@@ -31,27 +31,35 @@ import (
 // benchGuest is a real agentd on a private Xvfb, and a client of it.
 func benchGuest(b *testing.B) *guest.Client {
 	b.Helper()
-	prereq.Programs(b, prereq.X, "Xvfb")
-	x := xvfbtest.Start(b, 1440, 900)
+	c, display := desktopGuest(b)
 	// A busy screen, so the screenshot's PNG is as large as a real
 	// desktop's (about 190 KB in the 1280×800 view, as agentctl bench's
 	// desktop): the SDK's cost grows with it.
-	rec := xrecorder.Start(b, x.Display)
+	rec := xrecorder.Start(b, display)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for y := 0; y < 900; y += 6 {
 		for x := 0; x < 1440; x += 12 {
 			rec.Fill(b, x, y, 12, 6, color.RGBA{R: uint8(rng.IntN(256)), G: uint8(rng.IntN(256)), B: uint8(rng.IntN(256)), A: 255})
 		}
 	}
-	dir := b.TempDir()
+	return c
+}
+
+// desktopGuest is a real agentd on a private 1440×900 Xvfb, a client of it
+// and the display.
+func desktopGuest(tb testing.TB) (*guest.Client, string) {
+	tb.Helper()
+	prereq.Programs(tb, prereq.X, "Xvfb")
+	x := xvfbtest.Start(tb, 1440, 900)
+	dir := tb.TempDir()
 	token := randhex.String(32)
 	tokenFile, addrFile := filepath.Join(dir, "token"), filepath.Join(dir, "addr")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	cmd := exec.Command(agentdtest.Binary(b), "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--token-file", tokenFile)
-	addr, _ := agentdtest.Start(b, cmd, addrFile, 30*time.Second)
-	return agentdtest.Dial(b, addr, token)
+	cmd := exec.Command(agentdtest.Binary(tb), "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--token-file", tokenFile)
+	addr, _ := agentdtest.Start(tb, cmd, addrFile, 30*time.Second)
+	return agentdtest.Dial(tb, addr, token), x.Display
 }
 
 // BenchmarkComputerCall is one MCP computer call (a move and its settled

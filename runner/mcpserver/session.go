@@ -49,7 +49,7 @@ type session struct {
 	consent    func(context.Context, browser.ConsentRequest) (any, error)
 	urlRefused string
 	refusedWhy string
-	rec        *runner.Record
+	rec        *journal // the run record, written off the answer path
 
 	endOnce sync.Once
 	ended   bool // under calls
@@ -95,6 +95,10 @@ func (x *session) begin(ctx context.Context) (ok bool, why string) {
 	if x.ended {
 		<-x.calls
 		return false, "the session has ended"
+	}
+	if x.rec != nil {
+		// The calls before this one are on disk before it starts.
+		x.rec.wait()
 	}
 	x.curMu.Lock()
 	x.cur = ctx
@@ -146,13 +150,13 @@ func (x *session) open(ctx context.Context) error {
 		if err != nil {
 			x.srv.logf("warning: no run record for this session: %v", err)
 		} else {
-			x.rec = rec
 			client := "an MCP client"
 			if p := x.ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 				client = p.ClientInfo.Name + " " + p.ClientInfo.Version
 			}
 			rec.Note("start", map[string]any{"task": "MCP session of " + client, "model": client, "mode": "mcp",
 				"guest": d.Addr, "tools": x.srv.cfg.Tools, "view": x.srv.cfg.View, "allow_origins": x.srv.cfg.Origins})
+			x.rec = newJournal(rec)
 			if f := x.srv.cfg.OnRecord; f != nil {
 				f(dir)
 			}
@@ -171,7 +175,7 @@ func (x *session) event(e runner.Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	x.rec.Event(e)
+	x.rec.add(e)
 }
 
 // newStep starts a call's step in the record.
@@ -196,7 +200,7 @@ func (x *session) end() {
 			_ = x.bts.Close()
 		}
 		if x.rec != nil {
-			if err := x.rec.Finish(&runner.RunResult{Steps: x.step, FinalMessage: "the MCP session ended"}, nil); err != nil {
+			if err := x.rec.finish(&runner.RunResult{Steps: x.step, FinalMessage: "the MCP session ended"}); err != nil {
 				x.srv.logf("warning: the run record is incomplete: %v", err)
 			}
 		}
