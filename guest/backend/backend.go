@@ -18,12 +18,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/dialaddr"
 )
 
@@ -72,6 +75,17 @@ func Dialer(inst Instance) func(ctx context.Context) (net.Conn, error) {
 		return d.DialAgentd
 	}
 	return dialaddr.Func(inst.Describe().Addr)
+}
+
+// Dial connects a controller to inst's agentd, with the token it describes,
+// through Dialer.
+func Dial(ctx context.Context, inst Instance) (*guest.Client, error) {
+	d := inst.Describe()
+	token, err := os.ReadFile(d.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("agentd token: %w", err)
+	}
+	return guest.DialWith(ctx, d.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: Dialer(inst)})
 }
 
 // FileReader is a guest whose files can be read back, for results an

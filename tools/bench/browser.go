@@ -6,7 +6,6 @@ import (
 	"html"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/actions/browserrpc"
-	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
@@ -100,21 +98,16 @@ func measureBrowser(ctx context.Context, o Options, size Size) (figs []Figure, e
 			err = downErr
 		}
 	}()
-	desc := g.Describe()
-	token, err := os.ReadFile(desc.TokenFile)
+	c, err := backend.Dial(ctx, g)
 	if err != nil {
-		return nil, fmt.Errorf("browser guest token: %w", err)
-	}
-	c, err := guest.DialWith(ctx, desc.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(g)})
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("browser guest: %w", err)
 	}
 	defer c.Close()
 	d, err := c.Browser()
 	if err != nil {
 		return nil, err
 	}
-	pickup, err := form.NewRecordServer(filepath.Join(desc.Home, "bench-records.jsonl"))
+	pickup, err := form.NewRecordServer(filepath.Join(g.Describe().Home, "bench-records.jsonl"))
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/agentd-dev/agentd/guest"
@@ -188,12 +187,7 @@ func openSizeBench(ctx context.Context, g backend.Instance, size Size, o Options
 	if b.desk, err = openDesktop(ctx, probePath, env, size); err != nil {
 		return nil, err
 	}
-	token, err := os.ReadFile(d.TokenFile)
-	if err != nil {
-		b.close()
-		return nil, fmt.Errorf("token: %w", err)
-	}
-	if b.client, err = guest.DialWith(ctx, d.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(g)}); err != nil {
+	if b.client, err = backend.Dial(ctx, g); err != nil {
 		b.close()
 		return nil, err
 	}

@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentd-dev/agentd/docker"
-	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
 )
 
@@ -108,12 +105,7 @@ func timeFirstAction(ctx context.Context, b backend.Backend, spec backend.Spec, 
 		return 0, nil, err
 	}
 	defer down()
-	d := inst.Describe()
-	tok, err := os.ReadFile(d.TokenFile)
-	if err != nil {
-		return 0, nil, fmt.Errorf("token: %w", err)
-	}
-	conn, err := guest.DialWith(ctx, d.Addr, strings.TrimSpace(string(tok)), guest.DialOptions{Dial: backend.Dialer(inst)})
+	conn, err := backend.Dial(ctx, inst)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -460,12 +460,7 @@ func checkLookupAnswered(model *respserver.Server) error {
 
 // dialView connects to the guest's agentd with the model's view.
 func dialView(ctx context.Context, g backend.Instance) (*guest.Client, error) {
-	d := g.Describe()
-	token, err := os.ReadFile(d.TokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("exercise: token: %w", err)
-	}
-	client, err := guest.DialWith(ctx, d.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(g)})
+	client, err := backend.Dial(ctx, g)
 	if err != nil {
 		return nil, fmt.Errorf("exercise: %w", err)
 	}
