@@ -15,6 +15,7 @@ import (
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
+	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 )
 
@@ -134,18 +135,7 @@ func TestE2EDroppedConnectionMidType(t *testing.T) {
 func TestE2EDroppedConnectionMidDrag(t *testing.T) {
 	d := newDesktopServer(t, 1440, 900, t.Logf)
 	conn := d.rawController(t)
-	// Back and forth across the screen (32 motion events per leg), ending
-	// at a corner no earlier leg passes through.
-	var path strings.Builder
-	for i := range actions.MaxPathLen - 1 {
-		if i%2 == 0 {
-			path.WriteString(`{"x":10,"y":10},`)
-		} else {
-			path.WriteString(`{"x":1400,"y":890},`)
-		}
-	}
-	path.WriteString(`{"x":1400,"y":10}`)
-	req := `{"id":1,"op":"action","action":{"type":"drag","keys":["shift","ctrl"],"path":[` + path.String() + `]}}`
+	req := `{"id":1,"op":"action","action":{"type":"drag","keys":["shift","ctrl"],"path":` + agentdtest.LongDragPath(1400, 890) + `}}`
 	if err := conn.Write(ctx5(t), websocket.MessageText, []byte(req)); err != nil {
 		t.Fatal(err)
 	}

@@ -278,20 +278,11 @@ func TestMCPCancelMidDrag(t *testing.T) {
 	cs := r.connect(nil)
 	ctx := mcpCtx(t)
 	r.look(ctx, cs)
-	var path strings.Builder
-	for i := range actions.MaxPathLen - 1 {
-		if i%2 == 0 {
-			path.WriteString(`{"x":10,"y":10},`)
-		} else {
-			path.WriteString(`{"x":1270,"y":790},`)
-		}
-	}
-	path.WriteString(`{"x":1270,"y":10}`)
 	callCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
 		_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "computer",
-			Arguments: json.RawMessage(`{"actions":[{"type":"drag","keys":["shift"],"path":[` + path.String() + `]}]}`)})
+			Arguments: json.RawMessage(`{"actions":[{"type":"drag","keys":["shift"],"path":` + agentdtest.LongDragPath(1270, 790) + `}]}`)})
 		done <- err
 	}()
 	r.rec.WaitFor(t, func(e xrecorder.Event) bool { return e.Kind == xrecorder.ButtonPress && e.Button == 1 }, 20*time.Second)

@@ -1,7 +1,7 @@
 // Package agentdtest helps tests that run the real agentd binary: where to
 // find it, starting it until it listens, a buffer its output can be
-// written to while a test reads, and dialling it (or an agentd server in
-// the test) as its controller.
+// written to while a test reads, dialling it (or an agentd server in the
+// test) as its controller, and the longest drag it takes.
 package agentdtest
 
 import (
@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/syncbuf"
@@ -119,4 +121,23 @@ func Start(t testing.TB, cmd *exec.Cmd, addrFile string, timeout time.Duration) 
 			t.Fatalf("agentd did not listen within %s:\n%s", timeout, out.String())
 		}
 	}
+}
+
+// LongDragPath is the JSON path of the longest drag a request may carry
+// (actions.MaxPathLen points, 32 motion events a leg): back and forth
+// between (10,10) and (x,y), ending at (x,10), a corner no earlier leg
+// passes through, so a test can tell a drag cut short from one that ran.
+func LongDragPath(x, y int) string {
+	far := `{"x":` + strconv.Itoa(x) + `,"y":` + strconv.Itoa(y) + `}`
+	var path strings.Builder
+	path.WriteString("[")
+	for i := range actions.MaxPathLen - 1 {
+		if i%2 == 0 {
+			path.WriteString(`{"x":10,"y":10},`)
+		} else {
+			path.WriteString(far + ",")
+		}
+	}
+	path.WriteString(`{"x":` + strconv.Itoa(x) + `,"y":10}]`)
+	return path.String()
 }
