@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,18 +29,14 @@ type actOutput struct {
 }
 
 func runAct(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("act", flag.ContinueOnError)
-	var g guestFlags
-	g.register(fs)
-	shotOut := fs.String("screenshot-out", "", "also take a screenshot after the actions and write it here")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: agentctl act [flags] JSON|-
+	fs := flagSet("act", `usage: agentctl act [flags] JSON|-
   JSON is one action object or an array of them, in screen coordinates, e.g.
   '[{"type":"click","x":100,"y":200},{"type":"type","text":"hello"}]'; - reads stdin.
   An array is one call: every action is checked before any runs, and a
   failure names its index in the array.`)
-		fs.PrintDefaults()
-	}
+	var g guestFlags
+	g.register(fs)
+	shotOut := fs.String("screenshot-out", "", "also take a screenshot after the actions and write it here")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,7 +91,7 @@ func runAct(ctx context.Context, args []string) error {
 }
 
 func runScreenshot(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("screenshot", flag.ContinueOnError)
+	fs := flagSet("screenshot", "")
 	var g guestFlags
 	g.register(fs)
 	out := fs.String("o", "screenshot.png", "output file (- for stdout)")

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,25 +15,18 @@ func init() {
 }
 
 func runConsole(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("agentctl console", flag.ContinueOnError)
-	var g guestFlags
-	g.register(fs)
-	runs := fs.String("record-dir", "runs", "folder holding the run records (as agentctl run writes them)")
-	evals := fs.String("evals", ".", "folder holding evaluations (agentctl eval's output folders), shown as tables of tasks × trials")
-	listen := fs.String("listen", "127.0.0.1:0", "loopback address to serve the page on")
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, `usage: agentctl console [--guest ADDR|NAME] [--record-dir D] [--evals D] [--listen 127.0.0.1:PORT]
+	fs := flagSet("console", `usage: agentctl console [--guest ADDR|NAME] [--record-dir D] [--evals D] [--listen 127.0.0.1:PORT]
 
 Serves the console on this machine: the guest's desktop live (view only),
 every run under --record-dir step by step, and the evaluations under
 --evals (each a table of tasks × trials linking to the trials' runs). Open the printed URL once:
 it carries a one-time secret that your browser exchanges for a cookie.`)
-		fs.PrintDefaults()
-	}
+	var g guestFlags
+	g.register(fs)
+	runs := fs.String("record-dir", "runs", "folder holding the run records (as agentctl run writes them)")
+	evals := fs.String("evals", ".", "folder holding evaluations (agentctl eval's output folders), shown as tables of tasks × trials")
+	listen := fs.String("listen", "127.0.0.1:0", "loopback address to serve the page on")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	cfg := console.Config{Listen: *listen, RunsDir: *runs, EvalsDir: *evals}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,11 +16,7 @@ func init() {
 }
 
 func runEval(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: agentctl eval SUITE|builtin [flags]   or   agentctl eval --resume DIR [flags]\n\nSUITE is a folder of task files (*.json) or one file; builtin is the built-in suite.")
-		fs.PrintDefaults()
-	}
+	fs := flagSet("eval", "usage: agentctl eval SUITE|builtin [flags]   or   agentctl eval --resume DIR [flags]\n\nSUITE is a folder of task files (*.json) or one file; builtin is the built-in suite.")
 	scripted := fs.Bool("scripted", false, "drive each trial with the task's scripted solution (respserver; no API key)")
 	model := fs.String("model", "", "the real model, through OPENAI_API_KEY (and OPENAI_BASE_URL when set)")
 	parallel := fs.Int("parallel", 1, "trials at once, each in its own fresh guest")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,20 +17,16 @@ func init() {
 }
 
 func runExec(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	fs := flagSet("exec", `usage: agentctl exec [flags] CODE|- [CODE|-]...
+  Runs each CODE in turn in one Python namespace inside the guest (agentd
+  --code): pyautogui, time, log(value) and display(image) are there.
+  - reads the code from standard input. Output goes to standard output,
+  tracebacks to standard error; the exit status is 1 if a call raised.`)
 	var g guestFlags
 	g.register(fs)
 	deadline := fs.Duration("deadline", 0, "how long each call may run (default: agentd's, 60s)")
 	size := fs.String("size", "", "the view the code sees: fit the screen within WxH (e.g. 1280x800); default the whole screen")
 	images := fs.String("images", ".", "directory where display()'s images are saved as display-N.png")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: agentctl exec [flags] CODE|- [CODE|-]...
-  Runs each CODE in turn in one Python namespace inside the guest (agentd
-  --code): pyautogui, time, log(value) and display(image) are there.
-  - reads the code from standard input. Output goes to standard output,
-  tracebacks to standard error; the exit status is 1 if a call raised.`)
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

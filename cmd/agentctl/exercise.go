@@ -17,7 +17,7 @@ func init() {
 }
 
 func runExercise(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("exercise", flag.ContinueOnError)
+	fs := flagSet("exercise", "")
 	where := fs.String("guest", "local", "where the exercise desktop runs: local, docker (a fresh container, or one from 'agentctl guest pool --apps exercise') or vm (a fresh Lima VM); removed afterwards")
 	recordDir := fs.String("record-dir", "runs", "parent folder of the run record")
 	agentdPath := fs.String("agentd", "", "agentd binary (default: next to agentctl, else on $PATH)")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -58,7 +57,7 @@ func runGuest(ctx context.Context, args []string) error {
 }
 
 func guestUp(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("guest up", flag.ContinueOnError)
+	fs := flagSet("guest up", "")
 	var o backend.UpOptions
 	o.Register(fs, local.DefaultWidth, local.DefaultHeight)
 	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
@@ -88,7 +87,7 @@ func guestUp(ctx context.Context, args []string) error {
 }
 
 func guestDown(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("guest down", flag.ContinueOnError)
+	fs := flagSet("guest down", "")
 	name := fs.String("name", backend.DefaultName, "guest name")
 	where := fs.String("backend", "", "find the guest through this backend when this machine has no record of it (kubernetes: a guest another machine started)")
 	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
@@ -117,7 +116,7 @@ func guestDown(ctx context.Context, args []string) error {
 }
 
 func guestStatus(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("guest status", flag.ContinueOnError)
+	fs := flagSet("guest status", "")
 	name := fs.String("name", "", "guest name (default: every guest)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	where := fs.String("backend", "", "every guest of this backend as it finds them (kubernetes: the cluster's, started on any machine); default: this machine's records")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 
@@ -14,7 +13,7 @@ import (
 // --guest docker' then takes one instead of starting a guest (see
 // backend.Claim). The guests it leaves unclaimed it takes down on exit.
 func guestPool(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("guest pool", flag.ContinueOnError)
+	fs := flagSet("guest pool", "")
 	where := fs.String("backend", "docker", "where the guests run (a run takes one with --guest BACKEND)")
 	size := fs.Int("size", 1, "how many started guests to keep ready")
 	apps := fs.String("apps", "desktop", "applications, as for 'guest up': desktop for 'agentctl run', exercise for 'agentctl exercise'")

@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -22,6 +24,21 @@ var commands = map[string]command{}
 
 func register(name, summary string, run func(ctx context.Context, args []string) error) {
 	commands[name] = command{summary: summary, run: run}
+}
+
+// flagSet is the flags of "agentctl NAME". usage, unless "", is what -h or
+// a wrong flag prints above the flags: the command line and what the
+// command does. -h makes Parse return flag.ErrHelp, which main takes for
+// success.
+func flagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("agentctl "+name, flag.ContinueOnError)
+	if usage != "" {
+		fs.Usage = func() {
+			fmt.Fprintln(fs.Output(), usage)
+			fs.PrintDefaults()
+		}
+	}
+	return fs
 }
 
 func usage() {
@@ -50,7 +67,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cmd.run(ctx, os.Args[2:]); err != nil {
+	if err := cmd.run(ctx, os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "agentctl %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -48,4 +50,35 @@ func agentctlBinary(t *testing.T) string {
 		t.Fatalf("build agentctl: %v\n%s", err, out)
 	}
 	return p
+}
+
+// TestHelp: -h on each command prints its usage and flags on standard
+// error and ends with status 0, not an error.
+func TestHelp(t *testing.T) {
+	bin := agentctlBinary(t)
+	for _, c := range []struct{ args, flag string }{
+		{"act", "-screenshot-out"},
+		{"screenshot", "-crop"},
+		{"console", "-evals"},
+		{"eval", "-trials"},
+		{"exec", "-images"},
+		{"exercise", "-mode"},
+		{"guest up", "-apps"},
+		{"guest down", "-backend"},
+		{"guest status", "-json"},
+		{"guest pool", "-size"},
+		{"mcp", "-tools"},
+		{"run", "-reconcile"},
+	} {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, append(strings.Fields(c.args), "-h")...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Errorf("agentctl %s -h: %v\n%s", c.args, err, stderr.String())
+			continue
+		}
+		if out := stderr.String(); !strings.Contains(out, "agentctl "+c.args) || !strings.Contains(out, c.flag) || stdout.Len() > 0 {
+			t.Errorf("agentctl %s -h printed %q on standard output and %q on standard error; want its usage with %s on standard error", c.args, stdout.String(), out, c.flag)
+		}
+	}
 }

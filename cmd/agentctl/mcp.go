@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -27,7 +26,16 @@ func init() {
 const mcpTokenEnv = "AGENTD_MCP_TOKEN"
 
 func runMCP(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("agentctl mcp", flag.ContinueOnError)
+	fs := flagSet("mcp", `usage: agentctl mcp --guest ADDR|NAME|docker [--token-file F] [--tools computer,browser,code] [--allow-origin O ...] [--view WxH] [--confirm] [--console] [--record-dir D] [--http 127.0.0.1:PORT]
+
+Serves the guest's desktop to a Model Context Protocol client: over standard
+input and output (the client starts this command), or with --http over
+Streamable HTTP on a loopback address, with a bearer token. Each MCP session
+is one controller of the guest (a second one is refused as busy);
+--guest docker gives each session a fresh container (from a pool when one
+runs), taken down when the session ends. The browser's calls that change a
+page are asked of a person (elicitation, the console, the terminal) whether or
+not --confirm is given; nobody to ask = refused.`)
 	var g guestFlags
 	g.register(fs)
 	tools := fs.String("tools", "computer", "toolsets offered, comma-separated: computer, browser (the guest's Chromium, agentd --browser; needs --allow-origin), code (exec_py; agentd --code)")
@@ -40,24 +48,8 @@ func runMCP(ctx context.Context, args []string) error {
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio; bearer token from $"+mcpTokenEnv+" or generated and printed")
 	network := fs.Bool("network", false, "with --guest docker: give each session's container a network (default none)")
 	idle := fs.Duration("idle", 30*time.Minute, "with --http: end a session (and release its guest) after this long without a request")
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, `usage: agentctl mcp --guest ADDR|NAME|docker [--token-file F] [--tools computer,browser,code] [--allow-origin O ...] [--view WxH] [--confirm] [--console] [--record-dir D] [--http 127.0.0.1:PORT]
-
-Serves the guest's desktop to a Model Context Protocol client: over standard
-input and output (the client starts this command), or with --http over
-Streamable HTTP on a loopback address, with a bearer token. Each MCP session
-is one controller of the guest (a second one is refused as busy);
---guest docker gives each session a fresh container (from a pool when one
-runs), taken down when the session ends. The browser's calls that change a
-page are asked of a person (elicitation, the console, the terminal) whether or
-not --confirm is given; nobody to ask = refused.`)
-		fs.PrintDefaults()
-	}
 	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	toolList := strings.Split(*tools, ",")

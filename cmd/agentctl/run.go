@@ -40,19 +40,7 @@ func runRun(ctx context.Context, args []string) error {
 }
 
 func runCommand(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agentctl run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var g guestFlags
-	g.register(fs)
-	var cfg session.Config
-	cfg.RegisterFlags(fs)
-	recordDir := fs.String("record-dir", "runs", "folder under which each run writes its record, <timestamp>-<id>/")
-	network := fs.Bool("network", false, "with --guest docker: give the container a network (default none)")
-	withConsole := fs.Bool("console", false, "serve the console for this run (the desktop live, the steps) and print its one-time URL")
-	resume := fs.String("resume", "", "continue the run whose record is this folder (runs/<id>) from its last checkpoint, on --guest")
-	reconcileFlag := fs.String("reconcile", "", "with --resume, when the run stopped during an action: done (its effects show on the desktop) or not-done (run it again); asked on the terminal when not given")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream [--eager]] [--console] [--confirm] [--context-images N] [--context-bytes B] "task"
+	fs := flagSet("run", `usage: agentctl run --guest ADDR|NAME|docker [--token-file F] [--mode computer|code|browser [--allow-origin O]...] [--model M] [--max-steps N] [--view WxH] [--record-dir D] [--stream [--eager]] [--console] [--confirm] [--context-images N] [--context-bytes B] "task"
        agentctl run --guest ADDR|NAME --resume runs/<id> [--reconcile done|not-done]
 
 Runs the task with the OpenAI Responses API computer tool on the guest.
@@ -71,13 +59,18 @@ with the remaining request budget, the same task and model, and the run's
 during an action, that action may or may not have run: it is shown with the
 last screenshot and asked about on the terminal (or given with --reconcile);
 it is never run again unless answered not-done.`)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(stderr)
+	var g guestFlags
+	g.register(fs)
+	var cfg session.Config
+	cfg.RegisterFlags(fs)
+	recordDir := fs.String("record-dir", "runs", "folder under which each run writes its record, <timestamp>-<id>/")
+	network := fs.Bool("network", false, "with --guest docker: give the container a network (default none)")
+	withConsole := fs.Bool("console", false, "serve the console for this run (the desktop live, the steps) and print its one-time URL")
+	resume := fs.String("resume", "", "continue the run whose record is this folder (runs/<id>) from its last checkpoint, on --guest")
+	reconcileFlag := fs.String("reconcile", "", "with --resume, when the run stopped during an action: done (its effects show on the desktop) or not-done (run it again); asked on the terminal when not given")
 	backend.RegisterFlags(fs) // a backend's own settings: kubernetes' --namespace, ...
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	cfg.Task = strings.TrimSpace(strings.Join(fs.Args(), " "))
