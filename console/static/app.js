@@ -113,24 +113,36 @@ async function showRuns() {
   const body = $('#runs tbody');
   body.replaceChildren();
   for (const run of data.runs) {
-    const tr = el('tr');
-    tr.dataset.run = run.id;
-    const a = el('a', '', new Date(run.start).toLocaleString());
-    a.href = '#/runs/' + encodeURIComponent(run.id);
-    const td = el('td');
-    td.append(a);
     const outcome = !run.ended ? 'running (or stopped without an end)' : run.ok ? 'done' : 'failed';
-    tr.append(td, el('td', '', run.task), el('td', '', String(run.steps)),
+    const tr = listRow('#/runs/' + encodeURIComponent(run.id), new Date(run.start).toLocaleString(),
+      el('td', '', run.task), el('td', '', String(run.steps)),
       el('td', !run.ended ? '' : run.ok ? 'ok' : 'bad', outcome));
+    tr.dataset.run = run.id;
     body.append(tr);
   }
-  if (data.runs.length === 0) {
-    const tr = el('tr');
-    const td = el('td', 'muted', 'No runs yet.');
-    td.colSpan = 4;
-    tr.append(td);
-    body.append(tr);
-  }
+  if (data.runs.length === 0) body.append(emptyRow(4, 'No runs yet.'));
+}
+
+// listRow is a row of the list of runs or of evaluations: a link to the
+// item's page, then its other cells.
+function listRow(href, linkText, ...cells) {
+  const a = el('a', '', linkText);
+  a.href = href;
+  const td = el('td');
+  td.append(a);
+  const tr = el('tr');
+  tr.append(td, ...cells);
+  return tr;
+}
+
+// emptyRow is a list's one row when it is empty: text across its cols
+// columns.
+function emptyRow(cols, text) {
+  const td = el('td', 'muted', text);
+  td.colSpan = cols;
+  const tr = el('tr');
+  tr.append(td);
+  return tr;
 }
 
 let replay = { run: null, pos: -1 }; // pos -1: every step
@@ -332,23 +344,15 @@ async function showEvals() {
   const body = $('#evals tbody');
   body.replaceChildren();
   for (const ev of data.evals) {
-    const tr = el('tr');
-    tr.dataset.eval = ev.id;
-    const a = el('a', '', `${new Date(ev.started).toLocaleString()} (${ev.id})`);
-    a.href = '#/evals/' + encodeURIComponent(ev.id);
-    const td = el('td');
-    td.append(a);
     const total = ev.tasks * ev.trials;
-    tr.append(td, el('td', '', ev.suite), el('td', '', ev.model), el('td', '', `${ev.done}/${total}`),
+    const tr = listRow('#/evals/' + encodeURIComponent(ev.id), `${new Date(ev.started).toLocaleString()} (${ev.id})`,
+      el('td', '', ev.suite), el('td', '', ev.model), el('td', '', `${ev.done}/${total}`),
       el('td', ev.done === 0 ? '' : ev.passed === ev.done ? 'ok' : 'bad', `${ev.passed}/${ev.done}`));
+    tr.dataset.eval = ev.id;
     body.append(tr);
   }
   if (data.evals.length === 0) {
-    const tr = el('tr');
-    const td = el('td', 'muted', 'No evaluations here (agentctl console --evals DIR: the folder holding agentctl eval\'s output folders).');
-    td.colSpan = 5;
-    tr.append(td);
-    body.append(tr);
+    body.append(emptyRow(5, 'No evaluations here (agentctl console --evals DIR: the folder holding agentctl eval\'s output folders).'));
   }
 }
 
