@@ -72,11 +72,7 @@ func dial(t *testing.T, inst *instance) *guest.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	token, err := os.ReadFile(inst.Describe().TokenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := guest.DialWith(ctx, inst.Describe().Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(inst)})
+	c, err := backend.Dial(ctx, inst)
 	if err != nil {
 		t.Fatalf("dial agentd in %s: %v", inst.p.name, err)
 	}

@@ -206,12 +206,7 @@ func dial(ctx context.Context, inst backend.Instance) (*guest.Client, error) {
 	if p, ok := inst.(pooledGuest); ok {
 		inst = p.Instance // its own dialer, not the wrapper's
 	}
-	d := inst.Describe()
-	token, err := os.ReadFile(d.TokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("agentd token: %w", err)
-	}
-	c, err := guest.DialWith(ctx, d.Addr, strings.TrimSpace(string(token)), guest.DialOptions{Dial: backend.Dialer(inst)})
+	c, err := backend.Dial(ctx, inst)
 	if err != nil {
 		return nil, fmt.Errorf("dial agentd: %w", err)
 	}

@@ -206,8 +206,7 @@ func (s *suite) upStatusDescribe() {
 func (s *suite) screenshotAndClick() {
 	t := s.t
 	inst := s.up(s.spec)
-	d := inst.Describe()
-	c, err := guest.DialWith(s.ctx, d.Addr, readToken(t, d.TokenFile), guest.DialOptions{Dial: backend.Dialer(inst)})
+	c, err := backend.Dial(s.ctx, inst)
 	if err != nil {
 		t.Fatalf("dial agentd: %v", err)
 	}
