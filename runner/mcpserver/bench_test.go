@@ -49,17 +49,25 @@ func benchGuest(b *testing.B) *guest.Client {
 // and the display.
 func desktopGuest(tb testing.TB) (*guest.Client, string) {
 	tb.Helper()
+	addr, token, display := desktopAgentd(tb)
+	return agentdtest.Dial(tb, addr, token), display
+}
+
+// desktopAgentd is a real agentd on a private 1440×900 Xvfb: its address,
+// token and display.
+func desktopAgentd(tb testing.TB) (addr, token, display string) {
+	tb.Helper()
 	prereq.Programs(tb, prereq.X, "Xvfb")
 	x := xvfbtest.Start(tb, 1440, 900)
 	dir := tb.TempDir()
-	token := randhex.String(32)
+	token = randhex.String(32)
 	tokenFile, addrFile := filepath.Join(dir, "token"), filepath.Join(dir, "addr")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	cmd := exec.Command(agentdtest.Binary(tb), "--display", x.Display, "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--token-file", tokenFile)
-	addr, _ := agentdtest.Start(tb, cmd, addrFile, 30*time.Second)
-	return agentdtest.Dial(tb, addr, token), x.Display
+	addr, _ = agentdtest.Start(tb, cmd, addrFile, 30*time.Second)
+	return addr, token, x.Display
 }
 
 // BenchmarkComputerCall is one MCP computer call (a move and its settled

@@ -90,88 +90,72 @@ func (x *session) browserCall(ctx context.Context, req *mcp.CallToolRequest, m b
 			return res
 		}
 	}
-	if ok, why := x.begin(ctx); !ok {
-		return errorResult(why)
-	}
-	defer x.finish()
-	if err := x.open(ctx); err != nil {
-		return openFailure(err)
-	}
-	callID := fmt.Sprintf("mcp_%s_%d", x.id, x.step+1)
-	x.newStep(callID)
 	steps := []string{BrowserToolPrefix + string(m)}
-	if res := x.takeoverCheck(ctx, callID, steps); res != nil {
-		return res
-	}
-
-	var asked *browser.ConsentRequest
-	x.urlRefused, x.consent = "", func(ctx context.Context, r browser.ConsentRequest) (any, error) {
-		ev := runner.ApprovalEvent{Kind: approvalBrowser, Index: -1, Summary: r.Summary()}
-		x.event(runner.Event{Kind: runner.EventApprovalAsked, CallID: callID, Approval: &ev})
-		var ok bool
-		var err error
-		switch {
-		case second:
-			ok, ev.Reason = true, "approved by the client's user"
-		case elicited:
-			// Asked of the client's user once this run ends, refused.
-			asked, ev.Reason = &r, "asked through MCP elicitation"
-		case x.srv.cfg.Ask != nil:
-			ok, err = x.srv.cfg.Ask(ctx, Question{Kind: approvalBrowser, CallID: callID, Summary: r.Summary(), Text: consentText(r)})
-			ev.Reason = "answered"
-			if err != nil {
-				ev.Reason = err.Error()
+	return x.runCall(ctx, steps, func(callID string) *mcp.CallToolResult {
+		var asked *browser.ConsentRequest
+		x.urlRefused, x.consent = "", func(ctx context.Context, r browser.ConsentRequest) (any, error) {
+			ev := runner.ApprovalEvent{Kind: approvalBrowser, Index: -1, Summary: r.Summary()}
+			x.event(runner.Event{Kind: runner.EventApprovalAsked, CallID: callID, Approval: &ev})
+			var ok bool
+			var err error
+			switch {
+			case second:
+				ok, ev.Reason = true, "approved by the client's user"
+			case elicited:
+				// Asked of the client's user once this run ends, refused.
+				asked, ev.Reason = &r, "asked through MCP elicitation"
+			case x.srv.cfg.Ask != nil:
+				ok, err = x.srv.cfg.Ask(ctx, Question{Kind: approvalBrowser, CallID: callID, Summary: r.Summary(), Text: consentText(r)})
+				ev.Reason = "answered"
+				if err != nil {
+					ev.Reason = err.Error()
+				}
+			default:
+				ev.Reason = errNobodyToAsk.Error()
 			}
-		default:
-			ev.Reason = errNobodyToAsk.Error()
+			ev.Approved = ok && err == nil
+			x.event(runner.Event{Kind: runner.EventApprovalAnswered, CallID: callID, Approval: &ev})
+			if !ev.Approved {
+				x.refusedWhy = ev.Reason
+			}
+			// A failed question refuses the call; it does not end the session.
+			return ev.Approved, nil
 		}
-		ev.Approved = ok && err == nil
-		x.event(runner.Event{Kind: runner.EventApprovalAnswered, CallID: callID, Approval: &ev})
-		if !ev.Approved {
-			x.refusedWhy = ev.Reason
-		}
-		// A failed question refuses the call; it does not end the session.
-		return ev.Approved, nil
-	}
-	x.refusedWhy = ""
-	defer func() { x.consent = nil }()
+		x.refusedWhy = ""
+		defer func() { x.consent = nil }()
 
-	start := time.Now()
-	res, err := x.bts.Execute(ctx, browser.Call{CallID: callID, Name: string(m), Arguments: string(args)})
-	for _, r := range res.Calls {
-		ev := runner.Event{Kind: runner.EventFunction, CallID: r.CallID, Duration: runner.Duration(r.Duration),
-			Function: &runner.FunctionEvent{Name: string(r.Member)}}
-		if r.Outcome != browser.OutcomeOK {
-			ev.Function.Error = string(r.Outcome)
+		start := time.Now()
+		res, err := x.bts.Execute(ctx, browser.Call{CallID: callID, Name: string(m), Arguments: string(args)})
+		for _, r := range res.Calls {
+			x.event(browsertool.CallEvent(r))
+			if errors.Is(r.Err, computer.ErrTakenOver) {
+				return x.takenResult(ctx, callID, steps, nil)
+			}
 		}
-		x.event(ev)
-		if errors.Is(r.Err, computer.ErrTakenOver) {
-			return x.heldResult(callID, steps, nil)
+		if errors.Is(err, computer.ErrTakenOver) {
+			return x.takenResult(ctx, callID, steps, nil)
 		}
-	}
-	if errors.Is(err, computer.ErrTakenOver) {
-		return x.heldResult(callID, steps, nil)
-	}
-	if err != nil {
-		return errorResult(failure(ctx, err) + fmt.Sprintf(" (after %s)", time.Since(start).Round(time.Millisecond)))
-	}
-	if asked != nil {
-		// Nothing was done: the toolset refused at consent. Ask, then run
-		// again with the answer.
-		return x.elicitCall(req, consentText(*asked))
-	}
-	if len(res.Outputs) != 1 {
-		return errorResult(fmt.Sprintf("the browser answered %d outputs for one call", len(res.Outputs)))
-	}
-	out := browserResult(res.Outputs[0])
-	switch {
-	case x.urlRefused != "":
-		out.Content = append([]mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("refused: the origin %s is not allowed (allowed: %s); nothing was done",
-			x.urlRefused, strings.Join(x.srv.cfg.Origins, ", "))}}, out.Content...)
-	case len(res.Calls) == 1 && res.Calls[0].Outcome == browser.OutcomeRefused && x.refusedWhy != "":
-		out.Content = append([]mcp.Content{&mcp.TextContent{Text: "not approved (" + x.refusedWhy + "); nothing was done"}}, out.Content...)
-	}
-	return out
+		if err != nil {
+			return errorResult(failure(ctx, err) + fmt.Sprintf(" (after %s)", time.Since(start).Round(time.Millisecond)))
+		}
+		if asked != nil {
+			// Nothing was done: the toolset refused at consent. Ask, then run
+			// again with the answer.
+			return x.elicitCall(req, consentText(*asked))
+		}
+		if len(res.Outputs) != 1 {
+			return errorResult(fmt.Sprintf("the browser answered %d outputs for one call", len(res.Outputs)))
+		}
+		out := browserResult(res.Outputs[0])
+		switch {
+		case x.urlRefused != "":
+			out.Content = append([]mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("refused: the origin %s is not allowed (allowed: %s); nothing was done",
+				x.urlRefused, strings.Join(x.srv.cfg.Origins, ", "))}}, out.Content...)
+		case len(res.Calls) == 1 && res.Calls[0].Outcome == browser.OutcomeRefused && x.refusedWhy != "":
+			out.Content = append([]mcp.Content{&mcp.TextContent{Text: "not approved (" + x.refusedWhy + "); nothing was done"}}, out.Content...)
+		}
+		return out
+	})
 }
 
 // browserResult is a toolset output as MCP content: its JSON text
@@ -208,13 +192,5 @@ func imageContent(dataURL string) mcp.Content {
 // and its arguments (typed text and a script's source by their length
 // only) and the page it acts on.
 func consentText(r browser.ConsentRequest) string {
-	where := "the browser"
-	if r.State != nil {
-		for _, t := range r.State.Tabs {
-			if t.Active {
-				where = fmt.Sprintf("%q (%s)", t.Title, t.URL)
-			}
-		}
-	}
-	return fmt.Sprintf("agentd: allow this browser call on the isolated desktop?\n%s\non %s", r.Summary(), where)
+	return fmt.Sprintf("agentd: allow this browser call on the isolated desktop?\n%s\non %s", r.Summary(), r.Where())
 }

@@ -111,42 +111,32 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 			return res
 		}
 	}
-	if ok, why := x.begin(ctx); !ok {
-		return errorResult(why)
-	}
-	defer x.finish()
-	if err := x.open(ctx); err != nil {
-		return openFailure(err)
-	}
-	callID := fmt.Sprintf("mcp_%s_%d", x.id, x.step+1)
-	x.newStep(callID)
-	if res := x.takeoverCheck(ctx, callID, steps); res != nil {
-		return res
-	}
-	prog := startProgress(ctx, req, len(as))
-	opts := runner.CallOptions{ImageSpace: x.image}
-	switch {
-	case elicited:
-		x.approvedEvents(callID, len(as)+1)
-	case x.srv.cfg.Confirm:
-		opts.BeforeAction = x.confirmer()
-	}
-	_, err = x.ts.ExecuteShot(ctx, callID, as, opts, func(e runner.Event) {
-		x.event(e)
-		if e.Kind == runner.EventAction && e.Action != nil {
-			prog.step(ctx, e.Action.Summary)
+	return x.runCall(ctx, steps, func(callID string) *mcp.CallToolResult {
+		prog := startProgress(ctx, req, len(as))
+		opts := runner.CallOptions{ImageSpace: x.image}
+		switch {
+		case elicited:
+			x.approvedEvents(callID, len(as)+1)
+		case x.srv.cfg.Confirm:
+			opts.BeforeAction = x.confirmer()
 		}
+		_, err := x.ts.ExecuteShot(ctx, callID, as, opts, func(e runner.Event) {
+			x.event(e)
+			if e.Kind == runner.EventAction && e.Action != nil {
+				prog.step(ctx, e.Action.Summary)
+			}
+		})
+		prog.end()
+		if errors.Is(err, computer.ErrTakenOver) {
+			return x.takenResult(ctx, callID, steps, err)
+		}
+		if err != nil {
+			return errorResult(failure(ctx, err))
+		}
+		shot := x.drv.shot
+		x.image = shot.Transform.Image
+		return screenshotResult(shot, ranText(as, shot))
 	})
-	prog.end()
-	if errors.Is(err, computer.ErrTakenOver) {
-		return x.heldResult(callID, steps, err)
-	}
-	if err != nil {
-		return errorResult(failure(ctx, err))
-	}
-	shot := x.drv.shot
-	x.image = shot.Transform.Image
-	return screenshotResult(shot, ranText(as, shot))
 }
 
 func screenshotResult(shot computer.Screenshot, text string) *mcp.CallToolResult {

@@ -63,58 +63,48 @@ func (x *session) exec(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 			return res
 		}
 	}
-	if ok, why := x.begin(ctx); !ok {
-		return errorResult(why)
-	}
-	defer x.finish()
-	if err := x.open(ctx); err != nil {
-		return openFailure(err)
-	}
-	callID := fmt.Sprintf("mcp_%s_%d", x.id, x.step+1)
-	x.newStep(callID)
 	steps := []string{fmt.Sprintf("%s, %d lines", codetool.Name, lines(*in.Code))}
-	if res := x.takeoverCheck(ctx, callID, steps); res != nil {
-		return res
-	}
-	switch {
-	case elicited:
-		x.approvedEvents(callID, 1)
-	case x.srv.cfg.Confirm:
-		ev := runner.ApprovalEvent{Kind: runner.ApprovalCode, Index: -1, Summary: steps[0]}
-		x.event(runner.Event{Kind: runner.EventApprovalAsked, CallID: callID, Approval: &ev})
-		ok, err := x.confirmCode(ctx, callID, *in.Code)
-		ev.Approved, ev.Reason = ok, "approved"
+	return x.runCall(ctx, steps, func(callID string) *mcp.CallToolResult {
 		switch {
-		case err != nil:
-			ev.Approved, ev.Reason = false, err.Error()
-		case !ok:
-			ev.Reason = "refused"
+		case elicited:
+			x.approvedEvents(callID, 1)
+		case x.srv.cfg.Confirm:
+			ev := runner.ApprovalEvent{Kind: runner.ApprovalCode, Index: -1, Summary: steps[0]}
+			x.event(runner.Event{Kind: runner.EventApprovalAsked, CallID: callID, Approval: &ev})
+			ok, err := x.confirmCode(ctx, callID, *in.Code)
+			ev.Approved, ev.Reason = ok, "approved"
+			switch {
+			case err != nil:
+				ev.Approved, ev.Reason = false, err.Error()
+			case !ok:
+				ev.Reason = "refused"
+			}
+			x.event(runner.Event{Kind: runner.EventApprovalAnswered, CallID: callID, Approval: &ev})
+			if !ev.Approved {
+				return errorResult("not approved: the code was not run (" + ev.Reason + ")")
+			}
 		}
-		x.event(runner.Event{Kind: runner.EventApprovalAnswered, CallID: callID, Approval: &ev})
-		if !ev.Approved {
-			return errorResult("not approved: the code was not run (" + ev.Reason + ")")
+		prog := startProgress(ctx, req, 0)
+		start := time.Now()
+		res, err := x.desk.Client.Exec(ctx, *in.Code, deadline)
+		prog.end()
+		first := x.execs == 0
+		x.execs++
+		if errors.Is(err, computer.ErrTakenOver) {
+			return x.takenResult(ctx, callID, steps, err)
 		}
-	}
-	prog := startProgress(ctx, req, 0)
-	start := time.Now()
-	res, err := x.desk.Client.Exec(ctx, *in.Code, deadline)
-	prog.end()
-	first := x.execs == 0
-	x.execs++
-	if errors.Is(err, computer.ErrTakenOver) {
-		return x.heldResult(callID, steps, nil)
-	}
-	if err != nil {
-		return errorResult(failure(ctx, err))
-	}
-	x.event(runner.Event{Kind: runner.EventCode, CallID: callID, Duration: runner.Duration(time.Since(start)), Code: &runner.CodeEvent{
-		Lines: lines(*in.Code), OutputBytes: len(res.Output), Images: len(res.Images), Raised: res.Traceback != "",
-		Fresh: res.FreshNamespace, Lost: res.NamespaceLost, Stopped: res.Stopped}})
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: codetool.OutputText(res, first)}}}
-	for _, im := range res.Images {
-		out.Content = append(out.Content, &mcp.ImageContent{Data: im.PNG, MIMEType: "image/png"})
-	}
-	return out
+		if err != nil {
+			return errorResult(failure(ctx, err))
+		}
+		x.event(runner.Event{Kind: runner.EventCode, CallID: callID, Duration: runner.Duration(time.Since(start)), Code: &runner.CodeEvent{
+			Lines: lines(*in.Code), OutputBytes: len(res.Output), Images: len(res.Images), Raised: res.Traceback != "",
+			Fresh: res.FreshNamespace, Lost: res.NamespaceLost, Stopped: res.Stopped}})
+		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: codetool.OutputText(res, first)}}}
+		for _, im := range res.Images {
+			out.Content = append(out.Content, &mcp.ImageContent{Data: im.PNG, MIMEType: "image/png"})
+		}
+		return out
+	})
 }
 
 func lines(code string) int {

@@ -106,6 +106,26 @@ func (x *session) begin(ctx context.Context) (ok bool, why string) {
 	return true, ""
 }
 
+// runCall runs body as one call of the session, under callID: the
+// session claimed (begin), connected to its guest at its first call, the
+// call's step started in the record, and no take over to tell of first
+// (takeoverCheck, told of steps, what the call would run).
+func (x *session) runCall(ctx context.Context, steps []string, body func(callID string) *mcp.CallToolResult) *mcp.CallToolResult {
+	if ok, why := x.begin(ctx); !ok {
+		return errorResult(why)
+	}
+	defer x.finish()
+	if err := x.open(ctx); err != nil {
+		return openFailure(err)
+	}
+	callID := fmt.Sprintf("mcp_%s_%d", x.id, x.step+1)
+	x.newStep(callID)
+	if res := x.takeoverCheck(ctx, callID, steps); res != nil {
+		return res
+	}
+	return body(callID)
+}
+
 // finish ends the call begin claimed the session for.
 func (x *session) finish() {
 	x.curMu.Lock()
