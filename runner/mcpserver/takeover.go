@@ -34,6 +34,21 @@ func (x *session) heldResult(callID string, steps []string, err error) *mcp.Call
 	return errorResult(msg + ". Wait, then call again: the call after the person hands the desktop back answers with what they did and a fresh screenshot.")
 }
 
+// takenResult answers a call agentd refused because a person took the
+// desktop over (err is the refusal). agentd tells the session of a take
+// over and of its hand back after the fact, so a call may be refused
+// before the session has heard of a take over already handed back: when
+// nothing of the call ran, it is checked again at once, as the next call
+// would be, and answered as the first call after the hand back (what the
+// person did, a fresh screenshot) when there was one, else "held".
+func (x *session) takenResult(ctx context.Context, callID string, steps []string, err error) *mcp.CallToolResult {
+	if ranBefore(err) > 0 {
+		return x.heldResult(callID, steps, err)
+	}
+	x.held = true
+	return x.takeoverCheck(ctx, callID, steps)
+}
+
 // ranBefore counts the actions of a call that completed before agentd
 // refused it (the refusal comes at a step, between actions).
 func ranBefore(err error) int {
@@ -45,8 +60,8 @@ func ranBefore(err error) int {
 }
 
 // takeoverCheck runs before each call: when agentd told the session of a
-// take over since the last call (or the last call was refused), the call
-// does not run. While the person still holds the desktop it is refused
+// take over since the last call (or the last call, or this one, was
+// refused), the call does not run. While the person still holds the desktop it is refused
 // again; once they handed it back it is answered with what they did,
 // their note and a fresh screenshot (the model has not seen the desktop
 // as the person left it, and agentd refuses actions until the hand back
@@ -62,7 +77,7 @@ func (x *session) takeoverCheck(ctx context.Context, callID string, steps []stri
 	// agentd's last word was that the desktop is held (its hand back event
 	// may be on its way), and then answered as held, never queued.
 	bound := handbackWait
-	if c.Held() {
+	if c.Held() || x.held {
 		bound = heldWait
 	}
 	wait, cancel := context.WithTimeout(ctx, bound)
@@ -73,6 +88,12 @@ func (x *session) takeoverCheck(ctx context.Context, callID string, steps []stri
 		return x.heldResult(callID, steps, nil)
 	case err != nil:
 		return errorResult("collecting the hand back: " + failure(ctx, err))
+	}
+	if hb.Leases == 0 && !x.held {
+		// Nothing handed back since the last collection: agentd's word of
+		// a take over collected then came after it. The call goes on.
+		x.seen = n
+		return nil
 	}
 	x.seen, x.held = n, false
 	shot, err := x.drv.Run(ctx, nil, computer.Hooks{})
