@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -466,11 +465,8 @@ func TestConsoleBeforeActionInChromium(t *testing.T) {
 	ctx := headless(t)
 	for _, button := range []string{"approve", "deny"} {
 		t.Run(button, func(t *testing.T) {
-			runs, runName := t.TempDir(), "20260101-120000-"+button
-			rec, err := runner.CreateRecord(filepath.Join(runs, runName))
-			if err != nil {
-				t.Fatal(err)
-			}
+			runName := "20260101-120000-" + button
+			runs, rec := createRun(t, runName)
 			s := startConsole(t, Config{RunsDir: runs, CurrentRun: runName})
 			run(t, ctx, chromedp.Navigate(s.URL()))
 			d.rec.Clear()

@@ -34,6 +34,18 @@ func samplePNG(t testing.TB, w, h int, c color.RGBA) []byte {
 	return b.Bytes()
 }
 
+// createRun creates the run record name in a fresh runs folder, as
+// agentctl run does before its first step.
+func createRun(t testing.TB, name string) (runs string, rec *runner.Record) {
+	t.Helper()
+	runs = t.TempDir()
+	rec, err := runner.CreateRecord(filepath.Join(runs, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs, rec
+}
+
 // writeRun writes a run record through runner.Record, as agentctl run
 // does: a screenshot, then a safety-checked click, a drag and typed text
 // drawn on it, then the final message.

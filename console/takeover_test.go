@@ -145,11 +145,8 @@ func TestTakeOverInChromium(t *testing.T) {
 func TestHandBackAtAQuestion(t *testing.T) {
 	d := startDesktop(t)
 	d.screenshot(t)
-	runs, runName := t.TempDir(), "20260101-120000-question"
-	rec, err := runner.CreateRecord(filepath.Join(runs, runName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runName := "20260101-120000-question"
+	runs, rec := createRun(t, runName)
 	s := startConsole(t, Config{RunsDir: runs, CurrentRun: runName, Guest: &Guest{Addr: d.addr, Token: d.token}})
 	model, ts := d.scripted(t, respserver.Call(`{"type":"screenshot"}`),
 		respserver.Call(`{"type":"click","button":"left","x":640,"y":400}`), respserver.Final("done"))
@@ -261,11 +258,8 @@ func TestHandBackAtAQuestion(t *testing.T) {
 func TestPageAfterTheRunEnds(t *testing.T) {
 	d := startDesktop(t)
 	d.screenshot(t)
-	runs, runName := t.TempDir(), "20260101-120000-ends"
-	rec, err := runner.CreateRecord(filepath.Join(runs, runName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runName := "20260101-120000-ends"
+	runs, rec := createRun(t, runName)
 	s, err := Start(Config{RunsDir: runs, CurrentRun: runName, Guest: &Guest{Addr: d.addr, Token: d.token}, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -430,11 +424,8 @@ func TestHandBackBeforeTheFinalMessage(t *testing.T) {
 			name, paint = "held when the final message arrives", color.RGBA{R: 0, G: 200, B: 250, A: 255}
 		}
 		t.Run(name, func(t *testing.T) {
-			runs, runName := t.TempDir(), "20260101-120000-final"
-			rec, err := runner.CreateRecord(filepath.Join(runs, runName))
-			if err != nil {
-				t.Fatal(err)
-			}
+			runName := "20260101-120000-final"
+			runs, rec := createRun(t, runName)
 			model, ts := d.scripted(t, respserver.Call(`{"type":"screenshot"}`),
 				respserver.Final("done"), respserver.Final("done, after the note"))
 			op, opCtx := d.operate(t)
