@@ -53,6 +53,31 @@ func desktopGuest(tb testing.TB) (*guest.Client, string) {
 	return agentdtest.Dial(tb, addr, token), display
 }
 
+// rawSession serves c through a Server configured by cfg (the 1280×800
+// fitted view, c as every session's desktop) over a pair of pipes, and
+// opens an MCP session on it with mcpraw. stop ends the server.
+func rawSession(t *testing.T, c *guest.Client, cfg Config) (rc *mcpraw.Client, stop func()) {
+	t.Helper()
+	cfg.View = wire.View{Width: 1280, Height: 800, Fit: true}
+	cfg.Open = func(context.Context) (*Desktop, error) {
+		return &Desktop{Client: c, Addr: "test", Close: func() {}}, nil
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, stop, err := srv.ServePipes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err = mcpraw.Start(r, w, "test")
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return rc, stop
+}
+
 // desktopAgentd is a real agentd on a private 1440×900 Xvfb: its address,
 // token and display.
 func desktopAgentd(tb testing.TB) (addr, token, display string) {

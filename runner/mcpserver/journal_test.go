@@ -2,15 +2,12 @@ package mcpserver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/agentd-dev/agentd/actions/wire"
-	"github.com/agentd-dev/agentd/internal/mcpraw"
 	"github.com/agentd-dev/agentd/runner"
 )
 
@@ -107,23 +104,8 @@ func TestJournal(t *testing.T) {
 func TestRecordAfterQuickCalls(t *testing.T) {
 	c, _ := desktopGuest(t)
 	dirs := make(chan string, 1)
-	srv, err := New(Config{View: wire.View{Width: 1280, Height: 800, Fit: true}, RecordDir: t.TempDir(),
-		OnRecord: func(dir string) { dirs <- dir },
-		Open: func(context.Context) (*Desktop, error) {
-			return &Desktop{Client: c, Addr: "test", Close: func() {}}, nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, stop, err := srv.ServePipes(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, stop := rawSession(t, c, Config{RecordDir: t.TempDir(), OnRecord: func(dir string) { dirs <- dir }})
 	defer stop()
-	rc, err := mcpraw.Start(r, w, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const calls = 40
 	var dir string
 	for i := 1; i <= calls; i++ {

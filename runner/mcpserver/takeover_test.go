@@ -8,9 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
-	"github.com/agentd-dev/agentd/internal/mcpraw"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
 )
 
@@ -102,22 +100,8 @@ func TestTakeoverToldLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	srv, err := New(Config{View: wire.View{Width: 1280, Height: 800, Fit: true},
-		Open: func(context.Context) (*Desktop, error) {
-			return &Desktop{Client: c, Addr: "test", Close: func() {}}, nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, stop, err := srv.ServePipes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, stop := rawSession(t, c, Config{})
 	defer stop()
-	rc, err := mcpraw.Start(r, w, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
 	call := func(actions string) (text string, isError bool) {
 		t.Helper()
 		line, err := rc.Call("tools/call", json.RawMessage(`{"name":"computer","arguments":{"actions":`+actions+`}}`))
