@@ -2,15 +2,11 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentd-dev/agentd/guest/backend"
@@ -39,29 +35,7 @@ func TestConformance(t *testing.T) {
 				return []string{err.Error()}
 			}
 			ns, name, _ := strings.Cut(d.Instance, "/")
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var left []string
-			check := func(kind string, err error) {
-				switch {
-				case err == nil:
-					left = append(left, kind+" "+d.Instance)
-				case !apierrors.IsNotFound(err):
-					left = append(left, kind+" "+d.Instance+": "+err.Error())
-				}
-			}
-			_, err = c.set.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-			check("Pod", err)
-			_, err = c.set.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-			check("Secret", err)
-			_, err = c.set.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{})
-			check("NetworkPolicy", err)
-			_, err = c.set.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-			check("ConfigMap", err)
-			if _, err := os.Stat(filepath.Dir(d.TokenFile)); !errors.Is(err, fs.ErrNotExist) {
-				left = append(left, "state directory "+filepath.Dir(d.TokenFile))
-			}
-			return left
+			return left(c, ns, name, filepath.Dir(d.TokenFile))
 		},
 		// As a person would: kubectl delete pod --grace-period=0 --force.
 		Vanish: func(t *testing.T, d backend.Description) {

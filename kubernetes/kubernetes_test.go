@@ -80,33 +80,36 @@ func dial(t *testing.T, inst *instance) *guest.Client {
 	return c
 }
 
-// left lists the guest's objects still in the cluster.
-func left(t *testing.T, p *pod) []string {
-	t.Helper()
+// left lists what of a guest is still there: its objects in the cluster
+// (or why one could not be read) and its state directory on this host.
+func left(c *clients, namespace, name, stateDir string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []string
 	check := func(kind string, err error) {
 		switch {
 		case err == nil:
-			out = append(out, kind+" "+p.name)
+			out = append(out, kind+" "+namespace+"/"+name)
 		case !apierrors.IsNotFound(err):
-			t.Errorf("get %s %s: %v", kind, p.name, err)
+			out = append(out, kind+" "+namespace+"/"+name+": "+err.Error())
 		}
 	}
-	_, err := p.get(ctx)
+	_, err := c.set.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 	check("Pod", err)
-	_, err = p.cli.set.CoreV1().Secrets(p.namespace).Get(ctx, p.name, metav1.GetOptions{})
+	_, err = c.set.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	check("Secret", err)
-	_, err = p.cli.set.NetworkingV1().NetworkPolicies(p.namespace).Get(ctx, p.name, metav1.GetOptions{})
+	_, err = c.set.NetworkingV1().NetworkPolicies(namespace).Get(ctx, name, metav1.GetOptions{})
 	check("NetworkPolicy", err)
-	_, err = p.cli.set.CoreV1().ConfigMaps(p.namespace).Get(ctx, p.name, metav1.GetOptions{})
+	_, err = c.set.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	check("ConfigMap", err)
-	if _, err := os.Stat(p.stateDir); !errors.Is(err, fs.ErrNotExist) {
-		out = append(out, "state directory "+p.stateDir)
+	if _, err := os.Stat(stateDir); !errors.Is(err, fs.ErrNotExist) {
+		out = append(out, "state directory "+stateDir)
 	}
 	return out
 }
+
+// podLeft is what of p's guest is still there (left).
+func podLeft(p *pod) []string { return left(p.cli, p.namespace, p.name, p.stateDir) }
 
 // TestHardenedPodAdmittedUnderRestricted: the guest's Pod is admitted in
 // the default namespace, which Up created enforcing Pod Security
@@ -352,7 +355,7 @@ func TestNamedGuestFoundFromAnotherProcess(t *testing.T) {
 	if err := inst.Down(ctx); err != nil {
 		t.Errorf("Down of the vanished Pod: %v", err)
 	}
-	if l := left(t, inst.p); len(l) > 0 {
+	if l := podLeft(inst.p); len(l) > 0 {
 		t.Errorf("left: %v", l)
 	}
 }
