@@ -11,8 +11,6 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/runner"
@@ -38,7 +36,7 @@ func TestContainerKilledMidRun(t *testing.T) {
 		respserver.Final("unreachable"),
 	)
 	defer model.Close()
-	ts := runner.New(openai.NewClient(option.WithBaseURL(base), option.WithAPIKey("test")), c)
+	ts := runner.New(respserver.Client(base), c)
 	defer ts.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -57,7 +55,7 @@ func runWhilePodTaken(t *testing.T, take func(context.Context, *pod) error) {
 		respserver.Final("unreachable"),
 	)
 	defer model.Close()
-	ts := runner.New(openai.NewClient(option.WithBaseURL(base), option.WithAPIKey("test")), c)
+	ts := runner.New(respserver.Client(base), c)
 	defer ts.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -93,7 +91,7 @@ func runWhilePodTaken(t *testing.T, take func(context.Context, *pod) error) {
 	if err := inst.Down(context.Background()); err != nil {
 		t.Errorf("Down of the taken Pod: %v", err)
 	}
-	if l := left(t, inst.p); len(l) > 0 {
+	if l := podLeft(inst.p); len(l) > 0 {
 		t.Errorf("left after Down: %v", l)
 	}
 }
