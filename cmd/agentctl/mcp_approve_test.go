@@ -18,6 +18,7 @@ import (
 	"github.com/agentd-dev/agentd/console"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/browsertest"
+	"github.com/agentd-dev/agentd/internal/poll"
 )
 
 // browserCall calls browser member m with args.
@@ -173,10 +174,14 @@ func errorResultOf(err error) *mcp.CallToolResult {
 // answers it as the page's buttons do ("approve" or "deny").
 func consoleAnswerer(t *testing.T, stderr *agentdtest.SyncBuffer) func(word string) console.Question {
 	t.Helper()
-	m := regexp.MustCompile(`console: (http://\S+)`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		t.Fatalf("no console URL printed:\n%s", stderr.String())
-	}
+	// The line may reach the buffer after the session is up: stderr is
+	// copied by a goroutine of its own.
+	consoleURL := regexp.MustCompile(`console: (http://\S+)`)
+	out := poll.For(t, 10*time.Second, "agentctl mcp prints the console URL on stderr", func() (string, bool) {
+		out := stderr.String()
+		return out, consoleURL.MatchString(out)
+	})
+	m := consoleURL.FindStringSubmatch(out)
 	jar, _ := cookiejar.New(nil)
 	page := &http.Client{Jar: jar}
 	if resp, err := page.Get(m[1]); err != nil || resp.StatusCode != http.StatusOK {
