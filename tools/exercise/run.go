@@ -25,6 +25,7 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/internal/ctxsleep"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/tools/exercise/desktop"
 	"github.com/agentd-dev/agentd/tools/exercise/form"
@@ -259,12 +260,29 @@ func startGuest(ctx context.Context, b backend.Backend, cfg RunConfig, out io.Wr
 // values, and the note saved byte for byte. A repeated submission or
 // repeated typing fails it, so it also checks that each was done once. A
 // mismatch is an error that says what differed.
+//
+// The applications act on the model's last actions on their own time (on
+// a loaded machine Firefox can be seconds behind its input, its form not
+// yet sent when the run ends), so a mismatch is read again until
+// resultsSettle has passed; only the last one is reported.
 func Verify(ctx context.Context, files backend.FileReader) error {
-	records, note, err := results(ctx, files)
-	if err != nil {
-		return err
+	return verifyWithin(ctx, files, resultsSettle)
+}
+
+// resultsSettle bounds how long Verify waits for the desktop to catch up.
+const resultsSettle = 20 * time.Second
+
+func verifyWithin(ctx context.Context, files backend.FileReader, settle time.Duration) error {
+	deadline := time.Now().Add(settle)
+	for {
+		records, note, err := results(ctx, files)
+		if err == nil {
+			err = verify(records, note)
+		}
+		if err == nil || time.Now().After(deadline) || ctxsleep.Sleep(ctx, 250*time.Millisecond) != nil {
+			return err
+		}
 	}
-	return verify(records, note)
 }
 
 // results reads the form's records and the saved note back from the guest.

@@ -1,10 +1,15 @@
 package exercise
 
 import (
+	"context"
+	"encoding/json"
+	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd-dev/agentd/actions"
+	"github.com/agentd-dev/agentd/tools/exercise/desktop"
 	"github.com/agentd-dev/agentd/tools/exercise/form"
 )
 
@@ -44,5 +49,39 @@ func TestScriptIsValidModelOutput(t *testing.T) {
 				t.Errorf("turn %d: %s: %v", i, a, err)
 			}
 		}
+	}
+}
+
+// lateDesktop is a guest whose form record arrives after a few reads, as
+// when Firefox sends the form seconds after the run's last action.
+type lateDesktop struct {
+	reads, recordAt int
+}
+
+func (d *lateDesktop) ReadFile(_ context.Context, rel string) ([]byte, error) {
+	switch rel {
+	case desktop.RemoteNote:
+		return []byte(NoteText), nil
+	case desktop.RemoteRecords:
+		d.reads++
+		if d.recordAt == 0 || d.reads < d.recordAt {
+			return nil, fs.ErrNotExist
+		}
+		return json.Marshal(form.Record{Name: PickupName, Date: PickupDate, Slot: PickupSlot, Fragile: true})
+	}
+	return nil, fs.ErrNotExist
+}
+
+// TestVerifyWaitsForTheDesktop: a record that arrives late passes; one that
+// never arrives fails once the bound has passed, saying what is missing.
+func TestVerifyWaitsForTheDesktop(t *testing.T) {
+	late := &lateDesktop{recordAt: 3}
+	if err := verifyWithin(context.Background(), late, time.Minute); err != nil || late.reads != 3 {
+		t.Fatalf("a record arriving at the third read: %v after %d reads", err, late.reads)
+	}
+	never := &lateDesktop{}
+	err := verifyWithin(context.Background(), never, 600*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "read records") || never.reads < 2 {
+		t.Fatalf("a record that never arrives: %v after %d reads, want the read error after reading again", err, never.reads)
 	}
 }
