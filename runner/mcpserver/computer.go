@@ -135,7 +135,7 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 		}
 		shot := x.drv.shot
 		x.image = shot.Transform.Image
-		return screenshotResult(shot, ranText(as, shot))
+		return screenshotResult(shot, ranText(steps, shot))
 	})
 }
 
@@ -146,10 +146,10 @@ func screenshotResult(shot computer.Screenshot, text string) *mcp.CallToolResult
 	}}
 }
 
-// ranText says what a call did, in short (typed text by its length only).
-func ranText(as []actions.Action, shot computer.Screenshot) string {
+// ranText says what a call did, from its steps in short (summaries).
+func ranText(steps []string, shot computer.Screenshot) string {
 	var b strings.Builder
-	b.WriteString("ran: " + strings.Join(summaries(as), "; "))
+	b.WriteString("ran: " + strings.Join(steps, "; "))
 	t := shot.Transform
 	fmt.Fprintf(&b, ". Screenshot %dx%d (the screen is %dx%d); coordinates are its pixels.", t.Image.W, t.Image.H, t.Screen.W, t.Screen.H)
 	return b.String()
