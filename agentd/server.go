@@ -32,6 +32,7 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/codeexec"
 	"github.com/agentd-dev/agentd/agentd/executor"
+	"github.com/agentd-dev/agentd/internal/defaults"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -147,15 +148,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Code != nil && cfg.Hold == nil {
 		return nil, errors.New("agentd: Hold is required with Code")
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 2 * time.Minute
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = 10 * time.Second
-	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = 15 * time.Second
-	}
+	defaults.Positive(&cfg.RequestTimeout, 2*time.Minute)
+	defaults.Positive(&cfg.WriteTimeout, 10*time.Second)
+	defaults.Positive(&cfg.HeartbeatInterval, 15*time.Second)
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/executor"
+	"github.com/agentd-dev/agentd/internal/defaults"
 	"github.com/agentd-dev/agentd/scaling"
 )
 
@@ -131,18 +132,10 @@ func New(opts Options) (*Service, error) {
 			opts.Dir = "/tmp"
 		}
 	}
-	if opts.ScrollPixelsPerStep <= 0 {
-		opts.ScrollPixelsPerStep = executor.DefaultScrollPixelsPerStep
-	}
-	if opts.MaxOutputBytes <= 0 {
-		opts.MaxOutputBytes = DefaultMaxOutputBytes
-	}
-	if opts.MaxImages <= 0 {
-		opts.MaxImages = DefaultMaxImages
-	}
-	if opts.MaxImageBytes <= 0 {
-		opts.MaxImageBytes = DefaultMaxImageBytes
-	}
+	defaults.Positive(&opts.ScrollPixelsPerStep, executor.DefaultScrollPixelsPerStep)
+	defaults.Positive(&opts.MaxOutputBytes, DefaultMaxOutputBytes)
+	defaults.Positive(&opts.MaxImages, DefaultMaxImages)
+	defaults.Positive(&opts.MaxImageBytes, DefaultMaxImageBytes)
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}

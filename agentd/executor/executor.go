@@ -16,6 +16,7 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 	"github.com/agentd-dev/agentd/agentd/input"
 	"github.com/agentd-dev/agentd/internal/ctxsleep"
+	"github.com/agentd-dev/agentd/internal/defaults"
 )
 
 // FrameHasher hashes the current screen contents; the daemon provides it from
@@ -131,24 +132,12 @@ func (h held) String() string {
 
 // New returns an Executor on in; opts' zero fields take defaults.
 func New(in input.Device, opts Options) *Executor {
-	if opts.ScrollPixelsPerStep <= 0 {
-		opts.ScrollPixelsPerStep = DefaultScrollPixelsPerStep
-	}
-	if opts.DoubleClickInterval <= 0 {
-		opts.DoubleClickInterval = DefaultDoubleClickInterval
-	}
-	if opts.DragStepPixels <= 0 {
-		opts.DragStepPixels = DefaultDragStepPixels
-	}
-	if opts.WaitQuiet <= 0 {
-		opts.WaitQuiet = DefaultWaitQuiet
-	}
-	if opts.WaitTimeout <= 0 {
-		opts.WaitTimeout = DefaultWaitTimeout
-	}
-	if opts.WaitPoll <= 0 {
-		opts.WaitPoll = DefaultWaitPoll
-	}
+	defaults.Positive(&opts.ScrollPixelsPerStep, DefaultScrollPixelsPerStep)
+	defaults.Positive(&opts.DoubleClickInterval, DefaultDoubleClickInterval)
+	defaults.Positive(&opts.DragStepPixels, DefaultDragStepPixels)
+	defaults.Positive(&opts.WaitQuiet, DefaultWaitQuiet)
+	defaults.Positive(&opts.WaitTimeout, DefaultWaitTimeout)
+	defaults.Positive(&opts.WaitPoll, DefaultWaitPoll)
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
