@@ -16,34 +16,22 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentd-dev/agentd/internal/calllog"
 	"github.com/agentd-dev/agentd/tools/respserver"
 )
 
 // timeline records, in order, what the functions did and when the runner
 // saw the response complete.
 type timeline struct {
-	mu  sync.Mutex
-	log []string
+	log calllog.Log
 	ran chan string
 }
 
 func newTimeline() *timeline { return &timeline{ran: make(chan string, 64)} }
 
-func (tl *timeline) add(s string) {
-	tl.mu.Lock()
-	tl.log = append(tl.log, s)
-	tl.mu.Unlock()
-}
-
-func (tl *timeline) entries() []string {
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	return slices.Clone(tl.log)
-}
-
 // before reports whether a comes before b in the log.
 func (tl *timeline) before(a, b string) bool {
-	log := tl.entries()
+	log := tl.log.Entries()
 	i, j := slices.Index(log, a), slices.Index(log, b)
 	return i >= 0 && j >= 0 && i < j
 }
@@ -52,7 +40,7 @@ func (tl *timeline) before(a, b string) bool {
 func (tl *timeline) streaming() *Streaming {
 	return &Streaming{Eager: true, OnEvent: func(ev responses.ResponseStreamEventUnion) {
 		if ev.Type == "response.completed" {
-			tl.add("completed")
+			tl.log.Add("completed")
 		}
 	}}
 }
@@ -65,7 +53,7 @@ type noteArgs struct {
 func noteFunction(t *testing.T, name string, tl *timeline, opts ...FunctionOption) *Function {
 	t.Helper()
 	f, err := NewFunction(name, "", func(_ context.Context, a noteArgs) (Output, error) {
-		tl.add(a.Text)
+		tl.log.Add(a.Text)
 		tl.ran <- a.Text
 		return Text("noted " + a.Text), nil
 	}, opts...)
@@ -131,7 +119,7 @@ func TestEagerRunsACompletedCallBeforeTheEnd(t *testing.T) {
 	}
 	noViolations(t, srv)
 	if !tl.before("a", "completed") {
-		t.Fatalf("timeline %v", tl.entries())
+		t.Fatalf("timeline %v", tl.log.Entries())
 	}
 }
 
@@ -155,7 +143,7 @@ func TestEagerDisorderWaits(t *testing.T) {
 				t.Fatalf("res %+v err %v", res, err)
 			}
 			noViolations(t, srv)
-			if got := tl.entries(); !slices.Equal(got, []string{"a", "completed", "b", "c", "completed"}) {
+			if got := tl.log.Entries(); !slices.Equal(got, []string{"a", "completed", "b", "c", "completed"}) {
 				t.Fatalf("timeline %v", got)
 			}
 		})
@@ -185,7 +173,7 @@ func TestEagerChangeAfterExecutionStops(t *testing.T) {
 			if len(re.AttemptedCallIDs) != 2 || !slices.Equal(re.AttemptedCallIDs, re.CompletedCallIDs) || !strings.Contains(err.Error(), re.CompletedCallIDs[0]) {
 				t.Fatalf("attempted %v completed %v", re.AttemptedCallIDs, re.CompletedCallIDs)
 			}
-			if got := tl.entries(); !slices.Equal(got, []string{"a", "b"}) && !slices.Equal(got, []string{"a", "b", "completed"}) {
+			if got := tl.log.Entries(); !slices.Equal(got, []string{"a", "b"}) && !slices.Equal(got, []string{"a", "b", "completed"}) {
 				t.Fatalf("timeline %v", got)
 			}
 			var fn int
@@ -236,7 +224,7 @@ func TestEagerCutStreamKeepsCompletedEffects(t *testing.T) {
 			t.Fatalf("the error does not name %s: %v", id, err)
 		}
 	}
-	if got := tl.entries(); !slices.Equal(got, []string{"a", "b"}) {
+	if got := tl.log.Entries(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("timeline %v", got)
 	}
 	last := led.cps[len(led.cps)-1]
@@ -293,7 +281,7 @@ func TestEagerPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			noViolations(t, srv)
-			if got := tl.entries(); !slices.Equal(got, tc.want) {
+			if got := tl.log.Entries(); !slices.Equal(got, tc.want) {
 				t.Fatalf("timeline %v, want %v", got, tc.want)
 			}
 		})

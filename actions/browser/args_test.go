@@ -264,7 +264,7 @@ func TestInvalidCallRefusesTheWholeResponse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if log := f.entries(); len(log) != 0 {
+	if log := f.log.Entries(); len(log) != 0 {
 		t.Fatalf("something ran: %v", log)
 	}
 	wantOutcomes := []Outcome{OutcomeSkipped, OutcomeInvalid, OutcomeSkipped}

@@ -21,7 +21,7 @@ func TestURLPolicyLookalikeHost(t *testing.T) {
 		f := newFake()
 		var asked []string
 		policy := func(ctx context.Context, req URLPolicyRequest) (any, error) {
-			f.record("policy")
+			f.log.Add("policy")
 			asked = append(asked, req.URL.String())
 			return allow(ctx, req)
 		}
@@ -34,7 +34,7 @@ func TestURLPolicyLookalikeHost(t *testing.T) {
 		if o.Body.OK || rec.Outcome != OutcomeRefused || rec.Attempted || !strings.Contains(o.Body.Error, "URL policy") {
 			t.Fatalf("%s: output %s, record %+v; want refused by the policy", m, o.Raw, rec)
 		}
-		if got, want := f.entries(), []string{"state", "policy", "state"}; !slices.Equal(got, want) {
+		if got, want := f.log.Entries(), []string{"state", "policy", "state"}; !slices.Equal(got, want) {
 			t.Fatalf("%s: ran %v, want %v (no confirm, no %s)", m, got, want, m)
 		}
 		if !slices.Equal(asked, []string{"https://example.com.evil.test/login"}) {
@@ -98,7 +98,7 @@ func TestURLPolicyBeforeConfirmAndBlankTab(t *testing.T) {
 	f := newFake()
 	ts := newToolset(t, f)
 	runOne(t, ts, Navigate, validArgs[Navigate])
-	if got, want := f.entries(), []string{"state", "policy", "confirm", "navigate", "state"}; !slices.Equal(got, want) {
+	if got, want := f.log.Entries(), []string{"state", "policy", "confirm", "navigate", "state"}; !slices.Equal(got, want) {
 		t.Fatalf("navigate ran %v, want %v", got, want)
 	}
 
@@ -109,15 +109,15 @@ func TestURLPolicyBeforeConfirmAndBlankTab(t *testing.T) {
 	if !o.Body.OK {
 		t.Fatalf("blank new tab: %s", o.Raw)
 	}
-	if got, want := f.entries(), []string{"state", "confirm", "new_tab", "state"}; !slices.Equal(got, want) {
+	if got, want := f.log.Entries(), []string{"state", "confirm", "new_tab", "state"}; !slices.Equal(got, want) {
 		t.Fatalf("blank new_tab ran %v, want %v", got, want)
 	}
 	// Refused by confirm, it does not open.
 	f = newFake()
 	ts = newToolset(t, f, WithConfirm(f.confirmer(false)))
 	o, rec := runOne(t, ts, NewTab, `{"url":null}`)
-	if o.Body.OK || rec.Outcome != OutcomeRefused || slices.Contains(f.entries(), "new_tab") {
-		t.Fatalf("refused blank tab: %s, ran %v", o.Raw, f.entries())
+	if o.Body.OK || rec.Outcome != OutcomeRefused || slices.Contains(f.log.Entries(), "new_tab") {
+		t.Fatalf("refused blank tab: %s, ran %v", o.Raw, f.log.Entries())
 	}
 }
 
@@ -146,7 +146,7 @@ func TestConfirmExactlyTrue(t *testing.T) {
 			f := newFake()
 			ts := newToolset(t, f, WithConfirm(f.confirmer(a.v)))
 			o, rec := runOne(t, ts, m, validArgs[m])
-			ran := slices.Contains(f.entries(), string(m))
+			ran := slices.Contains(f.log.Entries(), string(m))
 			if ran != a.ok || o.Body.OK != a.ok || (rec.Outcome == OutcomeRefused) == a.ok {
 				t.Errorf("%s answering %s: ran %v, output %s", m, a.name, ran, o.Raw)
 			}
@@ -157,10 +157,10 @@ func TestConfirmExactlyTrue(t *testing.T) {
 		f := newFake()
 		ts := newToolset(t, f, WithURLPolicy(f.policy(a.v)))
 		runOne(t, ts, Navigate, validArgs[Navigate])
-		if ran := slices.Contains(f.entries(), "navigate"); ran != a.ok {
-			t.Errorf("URL policy answering %s: navigated %v (%v)", a.name, ran, f.entries())
+		if ran := slices.Contains(f.log.Entries(), "navigate"); ran != a.ok {
+			t.Errorf("URL policy answering %s: navigated %v (%v)", a.name, ran, f.log.Entries())
 		}
-		if asked := slices.Contains(f.entries(), "confirm"); asked != a.ok {
+		if asked := slices.Contains(f.log.Entries(), "confirm"); asked != a.ok {
 			t.Errorf("URL policy answering %s: confirm asked %v", a.name, asked)
 		}
 	}
@@ -185,15 +185,15 @@ func TestConsentCallbackFailureStops(t *testing.T) {
 		if name == "error" && !errors.Is(err, boom) {
 			t.Errorf("the error %v does not wrap the callback's", err)
 		}
-		if len(res.Outputs) != 0 || slices.Contains(f.entries(), "click") || slices.Contains(f.entries(), "read_page") {
-			t.Fatalf("%s: outputs %d, ran %v", name, len(res.Outputs), f.entries())
+		if len(res.Outputs) != 0 || slices.Contains(f.log.Entries(), "click") || slices.Contains(f.log.Entries(), "read_page") {
+			t.Fatalf("%s: outputs %d, ran %v", name, len(res.Outputs), f.log.Entries())
 		}
 	}
 	f := newFake()
 	ts := newToolset(t, f, WithURLPolicy(func(context.Context, URLPolicyRequest) (any, error) { panic("policy bug") }))
 	_, _, err := runCalls(t, ts, [2]string{"navigate", validArgs[Navigate]})
-	if !errors.Is(err, ErrConsentFailed) || slices.Contains(f.entries(), "navigate") {
-		t.Fatalf("a panicking URL policy: %v, ran %v", err, f.entries())
+	if !errors.Is(err, ErrConsentFailed) || slices.Contains(f.log.Entries(), "navigate") {
+		t.Fatalf("a panicking URL policy: %v, ran %v", err, f.log.Entries())
 	}
 }
 
@@ -280,7 +280,7 @@ func TestConfirmReads(t *testing.T) {
 			if req.Phase != PhaseBeforeRead || req.State != nil || req.Member != m || req.CallID != "c1" || req.Arguments.Member() != m {
 				t.Errorf("%s: confirm got %+v, want phase before_read and no state", m, req)
 			}
-			log := f.entries()
+			log := f.log.Entries()
 			if log[0] != "confirm:before_read" {
 				t.Errorf("%s: ran %v; confirm must come before any read", m, log)
 			}
@@ -302,7 +302,7 @@ func TestConfirmReads(t *testing.T) {
 	f := newFake()
 	ts := newToolset(t, f, WithConfirmReads(Find))
 	runOne(t, ts, ReadPage, validArgs[ReadPage])
-	if got := f.entries(); !slices.Equal(got, []string{"read_page", "state"}) {
+	if got := f.log.Entries(); !slices.Equal(got, []string{"read_page", "state"}) {
 		t.Fatalf("an unlisted read ran %v", got)
 	}
 }

@@ -27,7 +27,7 @@ func TestBrowserErrorIsShownAndTheResponseGoesOn(t *testing.T) {
 		if res.Calls[0].Outcome != OutcomeBrowserError || !res.Calls[0].Attempted || res.Calls[1].Outcome != OutcomeOK {
 			t.Errorf("%s: records %+v", name, res.Calls)
 		}
-		if got := f.entries(); !slices.Equal(got, []string{"state", "confirm", "click", "state", "read_page", "state"}) {
+		if got := f.log.Entries(); !slices.Equal(got, []string{"state", "confirm", "click", "state", "read_page", "state"}) {
 			t.Errorf("%s: ran %v", name, got)
 		}
 	}
@@ -82,7 +82,7 @@ func TestGenericFailureSkipsTheRest(t *testing.T) {
 		if res.Calls[1].Err == nil {
 			t.Errorf("%s: the record lost the raw error", name)
 		}
-		if got := f.entries(); slices.Contains(got, "click") || slices.Contains(got, "read_page") {
+		if got := f.log.Entries(); slices.Contains(got, "click") || slices.Contains(got, "read_page") {
 			t.Errorf("%s: skipped calls ran: %v", name, got)
 		}
 	}
@@ -132,8 +132,8 @@ func TestStateFailuresStopTheRun(t *testing.T) {
 		if c.want == ErrStateUnavailable && c.name != "state reader panics" && !errors.Is(err, boom) {
 			t.Errorf("%s: %v does not wrap the driver's error", c.name, err)
 		}
-		if len(res.Outputs) != 0 || slices.Contains(f.entries(), "get_page_text") || slices.Contains(f.entries(), "confirm") {
-			t.Errorf("%s: outputs %d, ran %v", c.name, len(res.Outputs), f.entries())
+		if len(res.Outputs) != 0 || slices.Contains(f.log.Entries(), "get_page_text") || slices.Contains(f.log.Entries(), "confirm") {
+			t.Errorf("%s: outputs %d, ran %v", c.name, len(res.Outputs), f.log.Entries())
 		}
 	}
 }
@@ -173,8 +173,8 @@ func TestCancellationReachesEveryMethod(t *testing.T) {
 			if !errors.As(err, &se) || !errors.Is(err, context.Canceled) || se.CallID != "c1" {
 				t.Errorf("%s blocking in %s: Run error %v, want a StopError for c1 with context.Canceled", m, blockAt, err)
 			}
-			if slices.Contains(f.entries(), "read_page") && m != ReadPage {
-				t.Errorf("%s blocking in %s: the next call ran: %v", m, blockAt, f.entries())
+			if slices.Contains(f.log.Entries(), "read_page") && m != ReadPage {
+				t.Errorf("%s blocking in %s: the next call ran: %v", m, blockAt, f.log.Entries())
 			}
 		}
 	}
@@ -193,8 +193,8 @@ func TestCancellationReachesConsent(t *testing.T) {
 	ts := newToolset(t, f, WithConfirm(confirm))
 	b, _ := ts.Prepare([]Call{{CallID: "c1", Name: "click", Arguments: validArgs[Click]}})
 	_, err := b.Run(ctx)
-	if !errors.Is(err, context.Canceled) || slices.Contains(f.entries(), "click") {
-		t.Fatalf("Run error %v, ran %v", err, f.entries())
+	if !errors.Is(err, context.Canceled) || slices.Contains(f.log.Entries(), "click") {
+		t.Fatalf("Run error %v, ran %v", err, f.log.Entries())
 	}
 }
 
@@ -204,7 +204,7 @@ func TestCancelledBeforeRunDoesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	b, _ := ts.Prepare([]Call{{CallID: "c1", Name: "read_page", Arguments: validArgs[ReadPage]}})
-	if _, err := b.Run(ctx); !errors.Is(err, context.Canceled) || len(f.entries()) != 0 {
-		t.Fatalf("Run error %v, ran %v", err, f.entries())
+	if _, err := b.Run(ctx); !errors.Is(err, context.Canceled) || len(f.log.Entries()) != 0 {
+		t.Fatalf("Run error %v, ran %v", err, f.log.Entries())
 	}
 }

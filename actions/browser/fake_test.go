@@ -7,14 +7,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentd-dev/agentd/internal/calllog"
 )
 
 // fakeDriver is a recording driver implementing every method. Every driver
 // method, state read and consent callback made with its helpers appends an
 // entry to one log, so tests can check what ran and in which order.
 type fakeDriver struct {
+	log calllog.Log
 	mu  sync.Mutex
-	log []string
 	// got holds the arguments each driver method received, in order.
 	got []Arguments
 
@@ -37,19 +39,6 @@ func newFake() *fakeDriver {
 	}
 }
 
-func (f *fakeDriver) record(entry string) {
-	f.mu.Lock()
-	f.log = append(f.log, entry)
-	f.mu.Unlock()
-}
-
-// entries returns a copy of the log.
-func (f *fakeDriver) entries() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.log...)
-}
-
 func (f *fakeDriver) received() []Arguments {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -57,7 +46,7 @@ func (f *fakeDriver) received() []Arguments {
 }
 
 func (f *fakeDriver) State(ctx context.Context) (State, error) {
-	f.record("state")
+	f.log.Add("state")
 	if f.hook != nil {
 		if err := f.hook(ctx, "state"); err != nil {
 			return State{}, err
@@ -70,7 +59,7 @@ func (f *fakeDriver) State(ctx context.Context) (State, error) {
 
 func (f *fakeDriver) do(ctx context.Context, a Arguments) (any, error) {
 	m := a.Member()
-	f.record(string(m))
+	f.log.Add(string(m))
 	f.mu.Lock()
 	f.got = append(f.got, a)
 	res, err := f.results[m], f.errs[m]
@@ -198,9 +187,9 @@ func (f *fakeDriver) DownloadFile(ctx context.Context, a DownloadFileArgs) (Brow
 func (f *fakeDriver) confirmer(answer any) ConfirmFunc {
 	return func(_ context.Context, req ConsentRequest) (any, error) {
 		if req.Phase != "" {
-			f.record("confirm:" + string(req.Phase))
+			f.log.Add("confirm:" + string(req.Phase))
 		} else {
-			f.record("confirm")
+			f.log.Add("confirm")
 		}
 		return answer, nil
 	}
@@ -209,7 +198,7 @@ func (f *fakeDriver) confirmer(answer any) ConfirmFunc {
 // policy returns a URL policy that logs "policy" and answers answer.
 func (f *fakeDriver) policy(answer any) URLPolicyFunc {
 	return func(context.Context, URLPolicyRequest) (any, error) {
-		f.record("policy")
+		f.log.Add("policy")
 		return answer, nil
 	}
 }

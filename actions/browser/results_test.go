@@ -84,7 +84,7 @@ func TestInvalidResultsStopTheRun(t *testing.T) {
 			t.Errorf("%s: Run error %v, want a StopError for c1 matching ErrInvalidResult", c.name, err)
 			continue
 		}
-		if log := f.entries(); log[len(log)-1] != string(c.m) {
+		if log := f.log.Entries(); log[len(log)-1] != string(c.m) {
 			t.Errorf("%s: ran %v; nothing may follow an invalid result, not even the state read", c.name, log)
 		}
 		if len(res.Outputs) != 0 || len(res.Calls) != 1 || res.Calls[0].Outcome != OutcomeStopped || !res.Calls[0].Attempted {
@@ -245,7 +245,7 @@ func TestFileOutcomes(t *testing.T) {
 				if outs[0].Body.OK != c.ok || outs[0].Body.State == nil {
 					t.Errorf("%s %+v: output %s, want ok %v with state", m, outcome, outs[0].Raw, c.ok)
 				}
-				ranClick := slices.Contains(f.entries(), "click")
+				ranClick := slices.Contains(f.log.Entries(), "click")
 				if ranClick != c.ok {
 					t.Errorf("%s %+v: the next browser call ran: %v", m, outcome, ranClick)
 				}

@@ -185,7 +185,7 @@ func TestDisabledCallsRefusedBeforeStateOrConsent(t *testing.T) {
 			t.Errorf("%s: record %+v", m, rec)
 		}
 	}
-	if log := f.entries(); len(log) != 0 {
+	if log := f.log.Entries(); len(log) != 0 {
 		t.Fatalf("disabled calls read state or asked consent: %v", log)
 	}
 
@@ -234,7 +234,7 @@ func TestEveryMemberRuns(t *testing.T) {
 		default:
 			want = []string{string(m), "state"}
 		}
-		if got := f.entries(); !slices.Equal(got, want) {
+		if got := f.log.Entries(); !slices.Equal(got, want) {
 			t.Errorf("%s: ran %v, want %v", m, got, want)
 		}
 		if m != ListTabs && (!rec.Attempted || len(f.received()) != 1 || f.received()[0].Member() != m) {
@@ -304,7 +304,7 @@ func TestBatchRunsOnce(t *testing.T) {
 	if _, err := b.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "already ran") {
 		t.Fatalf("second Run: %v", err)
 	}
-	if got := f.entries(); len(got) != 1 {
+	if got := f.log.Entries(); len(got) != 1 {
 		t.Fatalf("the batch ran twice: %v", got)
 	}
 }

@@ -226,7 +226,7 @@ func TestThroughTheSDK(t *testing.T) {
 		img["image_url"] != "data:image/png;base64,iVBORw0KGgo=" || img["detail"] != "original" {
 		t.Errorf("screenshot output %v", shot)
 	}
-	if got := f.entries(); !slices.Equal(got, []string{"read_page", "state", "state", "confirm", "click", "state", "screenshot", "state"}) {
+	if got := f.log.Entries(); !slices.Equal(got, []string{"read_page", "state", "state", "confirm", "click", "state", "screenshot", "state"}) {
 		t.Errorf("ran %v", got)
 	}
 }
