@@ -22,6 +22,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentd-dev/agentd/internal/fsync"
 )
 
 // keep is how many checkpoints stay on disk: the newest and the one before
@@ -96,7 +98,7 @@ func (f *File) Save(data []byte) error {
 	body = append(body, hex.EncodeToString(sum[:])...)
 	body = append(body, '\n')
 	tmp := name + ".tmp"
-	if err := writeSync(tmp, body); err != nil {
+	if err := fsync.WriteFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600, body); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("ledger: checkpoint %d: %w", f.seq, err)
 	}
@@ -175,22 +177,6 @@ func seqOf(name string) int {
 		return 0
 	}
 	return n
-}
-
-func writeSync(name string, body []byte) error {
-	w, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(body); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Sync(); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
 }
 
 func syncDir(dir string) error {

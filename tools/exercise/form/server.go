@@ -25,6 +25,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentd-dev/agentd/internal/fsync"
 )
 
 // Record is one submission of the pickup form, as saved in the record file.
@@ -333,19 +335,7 @@ func (s *RecordServer) appendRecord(rec Record) error {
 	line = append(line, '\n')
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := fsync.WriteFile(s.path, os.O_WRONLY|os.O_APPEND, 0, line); err != nil {
 		return err
 	}
 	s.last = &rec
