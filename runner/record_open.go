@@ -24,6 +24,11 @@ func OpenRecord(dir string) (*Record, error) {
 		return nil, fmt.Errorf("run record: %w", err)
 	}
 	r := &Record{dir: dir, f: f, shots: map[int]int{}}
+	if spares, err := filepath.Glob(filepath.Join(dir, spareShot)); err == nil {
+		for _, name := range spares {
+			os.Remove(name)
+		}
+	}
 	names, err := filepath.Glob(filepath.Join(dir, "step-*.png"))
 	if err != nil {
 		f.Close()

@@ -194,3 +194,69 @@ func TestTerminalApprover(t *testing.T) {
 		t.Fatalf("/dev/null: %v %v %q", v, err, out.String())
 	}
 }
+
+// TestRecordPrepareShot: a screenshot written into the spare PrepareShot
+// made is its step's file, private, with nothing else left in the folder;
+// a spare left unused is removed by Finish, and one a crash left behind by
+// OpenRecord.
+func TestRecordPrepareShot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	rec, err := CreateRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := func() []string {
+		t.Helper()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	png := []byte("\x89PNG not really")
+	rec.PrepareShot()
+	rec.PrepareShot() // one spare at a time
+	if got := files(); len(got) != 2 {
+		t.Fatalf("after PrepareShot: %v, want events.jsonl and one spare", got)
+	}
+	rec.Event(Event{Kind: EventScreenshot, Step: 1, Screenshot: &ScreenshotEvent{PNG: png}})
+	rec.Event(Event{Kind: EventScreenshot, Step: 1, Screenshot: &ScreenshotEvent{PNG: png}}) // no spare: a file of its own
+	if got := strings.Join(files(), " "); got != "events.jsonl step-001-2.png step-001.png" {
+		t.Fatalf("after two screenshots: %s", got)
+	}
+	for _, name := range []string{"step-001.png", "step-001-2.png"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.Equal(data, png) || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %q, mode %v", name, data, fi.Mode())
+		}
+	}
+	rec.PrepareShot()
+	if err := rec.Finish(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec.PrepareShot() // after Finish: nothing
+	if got := strings.Join(files(), " "); got != "events.jsonl step-001-2.png step-001.png" {
+		t.Fatalf("after Finish: %s", got)
+	}
+
+	crashed, err := os.CreateTemp(dir, spareShot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed.Close()
+	rec, err = OpenRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Finish(nil, nil)
+	if got := strings.Join(files(), " "); got != "events.jsonl step-001-2.png step-001.png" {
+		t.Fatalf("OpenRecord left: %s", got)
+	}
+}

@@ -100,7 +100,8 @@ func desktopAgentd(tb testing.TB) (addr, token, display string) {
 // client's; BenchmarkComputerCallAct the same call through the guest client
 // alone. "raw" asks with a client that reads the response's bytes without
 // decoding them (mcpraw): its difference from the act call is the MCP
-// server's own cost (agentctl bench's mcp-raw). "record" and "no-record"
+// server's own cost (agentctl bench's mcp-raw), and "raw-no-record" shows
+// what the run record adds to it. "record" and "no-record"
 // ask with the SDK's client, which decodes the result (the message, then the
 // image's base64), with and without the session's run record (mcp-call).
 // Profile it with
@@ -108,6 +109,7 @@ func desktopAgentd(tb testing.TB) (addr, token, display string) {
 func BenchmarkComputerCall(b *testing.B) {
 	c := benchGuest(b)
 	b.Run("raw", func(b *testing.B) { benchCalls(b, c, b.TempDir(), true) })
+	b.Run("raw-no-record", func(b *testing.B) { benchCalls(b, c, "", true) })
 	b.Run("record", func(b *testing.B) { benchCalls(b, c, b.TempDir(), false) })
 	b.Run("no-record", func(b *testing.B) { benchCalls(b, c, "", false) })
 }

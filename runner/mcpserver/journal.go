@@ -10,7 +10,8 @@ import (
 //
 // Creating a call's screenshot file was the largest part of the server's
 // own time per call, so a call's record lines and files are written by
-// the journal's goroutine while its answer goes out. One writer takes them
+// the journal's goroutine while its answer goes out, and the file itself
+// is made when the call starts (Record.PrepareShot), while the guest works. One writer takes them
 // first in, first written: the record's order is the calls'. A call starts
 // only once every line of the calls before it is written (session.begin),
 // and the session's end line comes after the last: a crash loses at most
@@ -35,6 +36,11 @@ func newJournal(rec *runner.Record) *journal {
 		for e := range j.lines {
 			j.rec.Event(e)
 			j.pending.Done()
+			if e.Kind == runner.EventRequest {
+				// A call has started: its screenshot's file is made
+				// while the guest works, not while its answer goes out.
+				j.rec.PrepareShot()
+			}
 		}
 	}()
 	return j
