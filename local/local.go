@@ -231,7 +231,7 @@ func (cfg Config) locate() (binaries, error) {
 	if b.wm, err = exec.LookPath(cfg.WindowManagerPath); err != nil {
 		return b, fmt.Errorf("local guest: window manager: %w (install openbox with 'make deps')", err)
 	}
-	if b.agentd, err = findAgentd(cfg.AgentdPath); err != nil {
+	if b.agentd, err = FindAgentd(cfg.AgentdPath); err != nil {
 		return b, err
 	}
 	for _, a := range cfg.Apps {
@@ -244,15 +244,16 @@ func (cfg Config) locate() (binaries, error) {
 	return b, nil
 }
 
-// findAgentd looks for agentd where a build puts it: the explicit path,
+// FindAgentd looks for agentd where a build puts it: the explicit path,
 // next to the running executable (bin/agentctl beside bin/agentd), $PATH.
-func findAgentd(explicit string) (string, error) {
+// The path is absolute, so that it names the same binary from any folder.
+func FindAgentd(explicit string) (string, error) {
 	if explicit != "" {
 		p, err := exec.LookPath(explicit)
 		if err != nil {
 			return "", fmt.Errorf("local guest: agentd: %w", err)
 		}
-		return p, nil
+		return filepath.Abs(p)
 	}
 	if self, err := os.Executable(); err == nil {
 		p := filepath.Join(filepath.Dir(self), "agentd")
@@ -261,7 +262,7 @@ func findAgentd(explicit string) (string, error) {
 		}
 	}
 	if p, err := exec.LookPath("agentd"); err == nil {
-		return p, nil
+		return filepath.Abs(p)
 	}
 	return "", errors.New("local guest: agentd binary not found next to this program or on $PATH: build it with 'make build'")
 }

@@ -292,7 +292,7 @@ func TestMissingAgentd(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "agentd") {
 		t.Fatalf("Up with a missing agentd: %v", err)
 	}
-	if _, err := findAgentd(""); err != nil && !strings.Contains(err.Error(), "make build") {
+	if _, err := FindAgentd(""); err != nil && !strings.Contains(err.Error(), "make build") {
 		t.Errorf("missing agentd error does not say how to build it: %v", err)
 	}
 }

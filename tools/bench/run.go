@@ -2,19 +2,15 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/guest/backend"
+	"github.com/agentd-dev/agentd/local" // the bench's guest is a local one
 	"github.com/agentd-dev/agentd/tools/bench/probe"
-
-	// The bench's guest is a local one.
-	_ "github.com/agentd-dev/agentd/local"
 )
 
 // memoryShots is how many screenshots the memory figures span.
@@ -41,7 +37,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	agentd, err := findAgentdBinary(o.AgentdPath)
+	// As the local guest will, so that the probe is the same build.
+	agentd, err := local.FindAgentd(o.AgentdPath)
 	if err != nil {
 		return nil, err
 	}
@@ -62,28 +59,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Machine.LoadEnd = loadAverage()
 	return rep, nil
-}
-
-// findAgentdBinary resolves agentd as the local guest will (explicit path,
-// next to this program, $PATH), so that the probe is the same build.
-func findAgentdBinary(explicit string) (string, error) {
-	if explicit != "" {
-		p, err := exec.LookPath(explicit)
-		if err != nil {
-			return "", fmt.Errorf("agentd: %w", err)
-		}
-		return filepath.Abs(p)
-	}
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "agentd")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath("agentd"); err == nil {
-		return filepath.Abs(p)
-	}
-	return "", errors.New("agentd binary not found next to this program or on $PATH: build it with 'make build'")
 }
 
 func (o Options) progress(format string, args ...any) {
