@@ -63,15 +63,7 @@ func isStarting(dir string) bool {
 // Root returns the private directory holding one directory per named
 // guest: $XDG_RUNTIME_DIR/agentd/guests, else <tmp>/agentd-<uid>/guests.
 func Root() (string, error) {
-	root, err := statedir.Root("agentd")
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, "guests")
-	if err := statedir.Ensure(dir); err != nil {
-		return "", err
-	}
-	return dir, nil
+	return statedir.Root("agentd", "guests")
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)

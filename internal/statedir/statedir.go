@@ -19,9 +19,9 @@ import (
 )
 
 // Root returns the private directory name under $XDG_RUNTIME_DIR, else
-// <tmp>/name-<uid> (on macOS, TMPDIR is per user already), made and
-// checked by Ensure.
-func Root(name string) (string, error) {
+// <tmp>/name-<uid> (on macOS, TMPDIR is per user already), and below it
+// the folders sub, each made and checked by Ensure.
+func Root(name string, sub ...string) (string, error) {
 	var root string
 	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
 		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
@@ -31,17 +31,14 @@ func Root(name string) (string, error) {
 	if root == "" {
 		root = filepath.Join(os.TempDir(), name+"-"+strconv.Itoa(os.Getuid()))
 	}
-	if err := Ensure(root); err != nil {
-		return "", err
-	}
-	return root, nil
+	return ensureAll(root, sub)
 }
 
 // State returns the private directory name under $XDG_STATE_HOME (when it
-// is an absolute path, else ~/.local/state), made and checked by Ensure:
-// state that must outlive a reboot, unlike Root's, such as the checkpoints
-// a run resumes from.
-func State(name string) (string, error) {
+// is an absolute path, else ~/.local/state), and below it the folders sub,
+// each made and checked by Ensure: state that must outlive a reboot,
+// unlike Root's, such as the checkpoints a run resumes from.
+func State(name string, sub ...string) (string, error) {
 	base := os.Getenv("XDG_STATE_HOME")
 	if !filepath.IsAbs(base) {
 		home, err := os.UserHomeDir()
@@ -53,9 +50,19 @@ func State(name string) (string, error) {
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return "", fmt.Errorf("state directory: %w", err)
 	}
-	dir := filepath.Join(base, name)
+	return ensureAll(filepath.Join(base, name), sub)
+}
+
+// ensureAll makes and checks dir, then each folder of sub below it.
+func ensureAll(dir string, sub []string) (string, error) {
 	if err := Ensure(dir); err != nil {
 		return "", err
+	}
+	for _, s := range sub {
+		dir = filepath.Join(dir, s)
+		if err := Ensure(dir); err != nil {
+			return "", err
+		}
 	}
 	return dir, nil
 }

@@ -71,6 +71,24 @@ func TestRoot(t *testing.T) {
 	if err != nil || !strings.HasPrefix(filepath.Base(root), "agentd-x-") || filepath.Dir(root) != rt {
 		t.Fatalf("Root without a runtime directory = %q, %v", root, err)
 	}
+
+	// Each folder below is made private, and one planted as a symlink is
+	// refused.
+	guests, err := Root("agentd-x", "guests", "one")
+	if err != nil || guests != filepath.Join(root, "guests", "one") {
+		t.Fatalf("Root with folders = %q, %v", guests, err)
+	}
+	for _, d := range []string{filepath.Dir(guests), guests} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v, want 0700", d, fi.Mode(), err)
+		}
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "planted")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Root("agentd-x", "planted", "one"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Root through a planted symlink = %v", err)
+	}
 }
 
 func TestWriteToken(t *testing.T) {
@@ -109,7 +127,10 @@ func TestState(t *testing.T) {
 	if err != nil || dir != filepath.Join(home, ".local", "state", "agentd") {
 		t.Fatalf("State = %q, %v", dir, err)
 	}
-	for _, d := range []string{filepath.Join(home, ".local"), filepath.Join(home, ".local", "state"), dir} {
+	if runs, err := State("agentd", "runs"); err != nil || runs != filepath.Join(dir, "runs") {
+		t.Fatalf("State with a folder = %q, %v", runs, err)
+	}
+	for _, d := range []string{filepath.Join(home, ".local"), filepath.Join(home, ".local", "state"), dir, filepath.Join(dir, "runs")} {
 		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v %v, want 0700", d, fi.Mode(), err)
 		}

@@ -313,12 +313,8 @@ func ledgerDir(id string) (string, error) {
 	if !runIDPattern.MatchString(id) {
 		return "", fmt.Errorf("run id %q is not one agentctl makes", id)
 	}
-	root, err := statedir.State("agentd")
+	runs, err := statedir.State("agentd", "runs")
 	if err != nil {
-		return "", err
-	}
-	runs := filepath.Join(root, "runs")
-	if err := statedir.Ensure(runs); err != nil {
 		return "", err
 	}
 	return filepath.Join(runs, id), nil
