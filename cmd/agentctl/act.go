@@ -15,11 +15,6 @@ import (
 	"github.com/agentd-dev/agentd/scaling"
 )
 
-func init() {
-	register("act", "perform actions on a guest (JSON action or array) and print the results", runAct)
-	register("screenshot", "save a screenshot of a guest as PNG", runScreenshot)
-}
-
 // actOutput is what act prints: the results and, for a batch, the
 // screenshot's transform (the image itself goes to --screenshot-out).
 type actOutput struct {

@@ -7,10 +7,6 @@ import (
 	"github.com/agentd-dev/agentd/tools/bench"
 )
 
-func init() {
-	register("bench", "measure agentd against scrot, import, xdotool, kbinani and robotgo on a local guest", runBench)
-}
-
 func runBench(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "--guest-start" {
 		return bench.GuestStartCommand(ctx, args[1:], os.Stdout, os.Stderr)

@@ -10,10 +10,6 @@ import (
 	"github.com/agentd-dev/agentd/runner"
 )
 
-func init() {
-	register("console", "serve the console page: the desktop live, the steps of each run", runConsole)
-}
-
 func runConsole(ctx context.Context, args []string) error {
 	fs := flagSet("console", `usage: agentctl console [--guest ADDR|NAME] [--record-dir D] [--evals D] [--listen 127.0.0.1:PORT]
 

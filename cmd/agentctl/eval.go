@@ -11,10 +11,6 @@ import (
 	"github.com/agentd-dev/agentd/runner/eval"
 )
 
-func init() {
-	register("eval", "run a suite of desktop tasks in fresh guests, judged by checkers that read the guest (docs/eval.md)", runEval)
-}
-
 func runEval(ctx context.Context, args []string) error {
 	fs := flagSet("eval", "usage: agentctl eval SUITE|builtin [flags]   or   agentctl eval --resume DIR [flags]\n\nSUITE is a folder of task files (*.json) or one file; builtin is the built-in suite.")
 	scripted := fs.Bool("scripted", false, "drive each trial with the task's scripted solution (respserver; no API key)")

@@ -12,10 +12,6 @@ import (
 	"github.com/agentd-dev/agentd/actions/wire"
 )
 
-func init() {
-	register("exec", "run Python (pyautogui, log, display) in a guest started with --code", runExec)
-}
-
 func runExec(ctx context.Context, args []string) error {
 	fs := flagSet("exec", `usage: agentctl exec [flags] CODE|- [CODE|-]...
   Runs each CODE in turn in one Python namespace inside the guest (agentd

@@ -12,10 +12,6 @@ import (
 	exdesktop "github.com/agentd-dev/agentd/tools/exercise/desktop"
 )
 
-func init() {
-	register("exercise", "run the exercise: a scripted model (or with --live a real one) books a pickup and saves a note", runExercise)
-}
-
 func runExercise(ctx context.Context, args []string) error {
 	fs := flagSet("exercise", "")
 	where := fs.String("guest", "local", "where the exercise desktop runs: local, docker (a fresh container, or one from 'agentctl guest pool --apps exercise') or vm (a fresh Lima VM); removed afterwards")

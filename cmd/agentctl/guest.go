@@ -18,7 +18,6 @@ import (
 )
 
 func init() {
-	register("guest", "start, stop or show a guest desktop", runGuest)
 	// A named local guest runs under 'agentctl guest supervise'.
 	local.SupervisorArgs = []string{"guest", "supervise"}
 }

@@ -1,6 +1,6 @@
 // Command agentctl drives agentd guests from the host: it runs the Responses
 // API computer loop, manages guests, and performs single actions by hand.
-// Each subcommand lives in its own file and registers itself here.
+// Each subcommand lives in its own file; the table commands lists them.
 package main
 
 import (
@@ -10,20 +10,28 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"syscall"
 )
 
 // command is one agentctl subcommand.
 type command struct {
-	summary string
-	run     func(ctx context.Context, args []string) error
+	name, summary string
+	run           func(ctx context.Context, args []string) error
 }
 
-var commands = map[string]command{}
-
-func register(name, summary string, run func(ctx context.Context, args []string) error) {
-	commands[name] = command{summary: summary, run: run}
+// commands are agentctl's subcommands, in the order help lists them.
+var commands = []command{
+	{"act", "perform actions on a guest (JSON action or array) and print the results", runAct},
+	{"bench", "measure agentd against scrot, import, xdotool, kbinani and robotgo on a local guest", runBench},
+	{"console", "serve the console page: the desktop live, the steps of each run", runConsole},
+	{"eval", "run a suite of desktop tasks in fresh guests, judged by checkers that read the guest (docs/eval.md)", runEval},
+	{"exec", "run Python (pyautogui, log, display) in a guest started with --code", runExec},
+	{"exercise", "run the exercise: a scripted model (or with --live a real one) books a pickup and saves a note", runExercise},
+	{"guest", "start, stop or show a guest desktop", runGuest},
+	{"mcp", "serve a guest desktop to MCP clients (stdio, or Streamable HTTP on loopback)", runMCP},
+	{"run", "run a task on a guest with the OpenAI computer tool", runRun},
+	{"screenshot", "save a screenshot of a guest as PNG", runScreenshot},
 }
 
 // flagSet is the flags of "agentctl NAME". usage, unless "", is what -h or
@@ -43,13 +51,8 @@ func flagSet(name, usage string) *flag.FlagSet {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: agentctl <command> [flags]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, commands[n].summary)
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nRun 'agentctl <command> -h' for a command's flags.")
 }
@@ -59,15 +62,15 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == os.Args[1] })
+	if i < 0 {
 		fmt.Fprintf(os.Stderr, "agentctl: unknown command %q\n", os.Args[1])
 		usage()
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cmd.run(ctx, os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+	if err := commands[i].run(ctx, os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "agentctl %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}

@@ -17,10 +17,6 @@ import (
 	"github.com/agentd-dev/agentd/runner/session"
 )
 
-func init() {
-	register("mcp", "serve a guest desktop to MCP clients (stdio, or Streamable HTTP on loopback)", runMCP)
-}
-
 // mcpTokenEnv holds the bearer token of --http when set; without it a
 // token is generated and printed once.
 const mcpTokenEnv = "AGENTD_MCP_TOKEN"

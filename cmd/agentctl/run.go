@@ -21,8 +21,6 @@ import (
 	"github.com/agentd-dev/agentd/runner/session"
 )
 
-func init() { register("run", "run a task on a guest with the OpenAI computer tool", runRun) }
-
 // guestConn is what run needs of a guest connection.
 type guestConn interface {
 	runner.Driver
