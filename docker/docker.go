@@ -22,6 +22,7 @@ package docker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -199,18 +200,14 @@ var (
 )
 
 func (cfg Config) withDefaults() (Config, error) {
-	if cfg.Image == "" {
-		cfg.Image = DefaultImage
-	}
+	cfg.Image = cmp.Or(cfg.Image, DefaultImage)
 	if cfg.Name == "" {
 		cfg.Name = "agentd-guest-" + randhex.String(4)
 	}
 	if !nameRE.MatchString(cfg.Name) {
 		return cfg, fmt.Errorf("docker guest: name %q: want letters, digits and _.- only", cfg.Name)
 	}
-	if cfg.Size == "" {
-		cfg.Size = DefaultSize
-	}
+	cfg.Size = cmp.Or(cfg.Size, DefaultSize)
 	m := sizeRE.FindStringSubmatch(cfg.Size)
 	if m == nil {
 		return cfg, fmt.Errorf("docker guest: size %q: want WxH or WxHxD (D 24 or 16)", cfg.Size)
@@ -220,15 +217,9 @@ func (cfg Config) withDefaults() (Config, error) {
 			return cfg, fmt.Errorf("docker guest: size %q out of range (64..8192)", cfg.Size)
 		}
 	}
-	if cfg.Memory == 0 {
-		cfg.Memory = DefaultMemory
-	}
-	if cfg.PIDs == 0 {
-		cfg.PIDs = DefaultPIDs
-	}
-	if cfg.OpenFiles == 0 {
-		cfg.OpenFiles = DefaultOpenFiles
-	}
+	cfg.Memory = cmp.Or(cfg.Memory, DefaultMemory)
+	cfg.PIDs = cmp.Or(cfg.PIDs, DefaultPIDs)
+	cfg.OpenFiles = cmp.Or(cfg.OpenFiles, DefaultOpenFiles)
 	if cfg.CPUs < 0 || cfg.OpenFiles < 0 {
 		return cfg, errors.New("docker guest: CPUs and OpenFiles must not be negative")
 	}

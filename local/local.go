@@ -18,6 +18,7 @@ package local
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -173,21 +174,11 @@ func Up(ctx context.Context, cfg Config) (*Guest, error) {
 }
 
 func withDefaults(cfg Config) Config {
-	if cfg.Width == 0 {
-		cfg.Width = DefaultWidth
-	}
-	if cfg.Height == 0 {
-		cfg.Height = DefaultHeight
-	}
-	if cfg.Depth == 0 {
-		cfg.Depth = DefaultDepth
-	}
-	if cfg.XvfbPath == "" {
-		cfg.XvfbPath = "Xvfb"
-	}
-	if cfg.WindowManagerPath == "" {
-		cfg.WindowManagerPath = "openbox"
-	}
+	cfg.Width = cmp.Or(cfg.Width, DefaultWidth)
+	cfg.Height = cmp.Or(cfg.Height, DefaultHeight)
+	cfg.Depth = cmp.Or(cfg.Depth, DefaultDepth)
+	cfg.XvfbPath = cmp.Or(cfg.XvfbPath, "Xvfb")
+	cfg.WindowManagerPath = cmp.Or(cfg.WindowManagerPath, "openbox")
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
 	}
