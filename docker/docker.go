@@ -255,14 +255,22 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Guest, error) 
 	if progress == nil {
 		progress = func(string) {}
 	}
+	return withClient(ctx, cfg.Name, func(cli *client.Client) (*Guest, error) {
+		return up(ctx, cli, cfg, progress)
+	})
+}
+
+// withClient makes an engine client for start's Guest, which keeps it; on
+// an error the client is closed and the error names the guest.
+func withClient(ctx context.Context, name string, start func(*client.Client) (*Guest, error)) (*Guest, error) {
 	cli, err := NewClient(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g, err := up(ctx, cli, cfg, progress)
+	g, err := start(cli)
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("docker guest %s: %w", cfg.Name, err)
+		return nil, fmt.Errorf("docker guest %s: %w", name, err)
 	}
 	return g, nil
 }
@@ -401,16 +409,9 @@ func Open(ctx context.Context, name, stateRoot string) (*Guest, error) {
 			return nil, err
 		}
 	}
-	cli, err := NewClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	g, err := open(ctx, cli, name, stateRoot)
-	if err != nil {
-		cli.Close()
-		return nil, fmt.Errorf("docker guest %s: %w", name, err)
-	}
-	return g, nil
+	return withClient(ctx, name, func(cli *client.Client) (*Guest, error) {
+		return open(ctx, cli, name, stateRoot)
+	})
 }
 
 func open(ctx context.Context, cli *client.Client, name, stateRoot string) (*Guest, error) {
