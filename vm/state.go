@@ -1,10 +1,8 @@
 package vm
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 
 	"github.com/agentd-dev/agentd/internal/statedir"
@@ -45,11 +43,7 @@ func stateRoot(cfg Config) (string, error) {
 }
 
 func writeState(dir string, s state) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("guest state: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, stateJSON), append(b, '\n'), 0o600); err != nil {
+	if err := statedir.WriteJSON(filepath.Join(dir, stateJSON), s); err != nil {
 		return fmt.Errorf("guest state: %w", err)
 	}
 	return nil
@@ -57,14 +51,8 @@ func writeState(dir string, s state) error {
 
 func readState(dir string) (state, error) {
 	var s state
-	b, err := os.ReadFile(filepath.Join(dir, stateJSON))
-	if err != nil {
-		return s, err
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("%s: %w", filepath.Join(dir, stateJSON), err)
-	}
-	return s, nil
+	err := statedir.ReadJSON(filepath.Join(dir, stateJSON), &s)
+	return s, err
 }
 
 // freePort is a port on 127.0.0.1 that nothing listens on right now, for

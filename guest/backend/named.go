@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -101,26 +100,15 @@ func Record(name string) (Description, error) {
 	if err != nil {
 		return d, err
 	}
-	data, err := os.ReadFile(filepath.Join(dir, recordName))
-	if err != nil {
-		return d, err
-	}
-	if err := json.Unmarshal(data, &d); err != nil {
-		return d, fmt.Errorf("%s: %w", filepath.Join(dir, recordName), err)
-	}
-	return d, nil
+	err = statedir.ReadJSON(filepath.Join(dir, recordName), &d)
+	return d, err
 }
 
 func writeRecord(dir string, d Description) error {
-	data, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, recordName+".tmp")
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+	if err := statedir.WriteJSON(filepath.Join(dir, recordName), d); err != nil {
 		return fmt.Errorf("guest record: %w", err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, recordName))
+	return nil
 }
 
 // Named lists the named guests, sorted.

@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentd-dev/agentd/internal/randhex"
+	"github.com/agentd-dev/agentd/internal/statedir"
 )
 
 // A pool keeps guests started before a run asks for one ('agentctl guest
@@ -63,15 +63,10 @@ func MarkPooled(name string, key PoolKey) error {
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(key)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, poolFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	if err := statedir.WriteJSON(filepath.Join(dir, poolFile), key); err != nil {
 		return fmt.Errorf("pool guest %q: %w", name, err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, poolFile))
+	return nil
 }
 
 // Offered lists the pooled guests offered for key and not claimed yet.
@@ -89,13 +84,9 @@ func Offered(key PoolKey) ([]string, error) {
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, poolFile))
-		if err != nil {
-			continue // still starting, or not a pool's
-		}
 		var k PoolKey
-		if json.Unmarshal(data, &k) != nil || k != key {
-			continue
+		if statedir.ReadJSON(filepath.Join(dir, poolFile), &k) != nil || k != key {
+			continue // still starting, not a pool's, or not for key
 		}
 		if _, err := os.Stat(filepath.Join(dir, claimFile)); errors.Is(err, fs.ErrNotExist) {
 			out = append(out, n)

@@ -1,12 +1,13 @@
 // Package statedir makes the private directories agentd's host side keeps
-// guest state in (tokens, sockets, logs) and runs' checkpoints in, and the
-// tokens. They live in shared places like
+// guest state in (tokens, sockets, logs) and runs' checkpoints in, the
+// tokens, and the JSON files of that state. They live in shared places like
 // /tmp, where another user could have planted a symlink or a directory of
 // their own, so each is checked to be a real directory of this user, mode
 // 0700.
 package statedir
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -104,6 +105,33 @@ func WriteToken(file string) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("token file: %w", err)
+	}
+	return nil
+}
+
+// WriteJSON writes v to file as indented JSON, mode 0600, through a
+// temporary file renamed over it: a reader finds the old file or the new
+// one whole.
+func WriteJSON(file string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
+}
+
+// ReadJSON decodes file's JSON into v; a decoding error names the file.
+func ReadJSON(file string, v any) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
 }

@@ -136,3 +136,24 @@ func TestState(t *testing.T) {
 		}
 	}
 }
+
+// WriteJSON leaves a private file that ReadJSON decodes again; a file that
+// is not JSON is an error naming it.
+func TestJSON(t *testing.T) {
+	type rec struct{ Name string }
+	file := filepath.Join(t.TempDir(), "guest.json")
+	if err := WriteJSON(file, rec{"g1"}); err != nil {
+		t.Fatal(err)
+	}
+	var got rec
+	if err := ReadJSON(file, &got); err != nil || got.Name != "g1" {
+		t.Fatalf("ReadJSON = %+v, %v", got, err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, %v: want 0600", fi.Mode(), err)
+	}
+	os.WriteFile(file, []byte("{"), 0o600)
+	if err := ReadJSON(file, &got); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("ReadJSON of a torn file = %v, want an error naming it", err)
+	}
+}
