@@ -219,13 +219,17 @@ var (
 
 // Register makes a backend available by its name; a backend's register.go
 // calls it from init. A second backend of the same name panics.
-func Register(b Backend) {
+func Register(b Backend) { register(backends, b.Name(), b, "Register") }
+
+// register adds v to the registry m under a name it must not have yet:
+// registering twice is a programming error, so it panics, naming fn.
+func register[T any](m map[string]T, name string, v T, fn string) {
 	mu.Lock()
 	defer mu.Unlock()
-	if _, dup := backends[b.Name()]; dup {
-		panic("backend: Register called twice for " + b.Name())
+	if _, dup := m[name]; dup {
+		panic("backend: " + fn + " called twice for " + name)
 	}
-	backends[b.Name()] = b
+	m[name] = v
 }
 
 // ErrUnknown is wrapped by Get's error for a name no backend has.

@@ -55,14 +55,7 @@ var desktops = map[string]Desktop{}
 
 // RegisterDesktop makes a desktop available by its name, for --apps and
 // for a local guest's supervisor, which starts it from its name.
-func RegisterDesktop(d Desktop) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := desktops[d.Name()]; dup {
-		panic("backend: RegisterDesktop called twice for " + d.Name())
-	}
-	desktops[d.Name()] = d
-}
+func RegisterDesktop(d Desktop) { register(desktops, d.Name(), d, "RegisterDesktop") }
 
 // LookupDesktop returns the desktop registered under name; "none" is nil.
 func LookupDesktop(name string) (Desktop, error) {
