@@ -132,17 +132,11 @@ func Named() ([]string, error) {
 
 // NamedOn lists the named guests of one backend, for its List.
 func NamedOn(backend string) ([]string, error) {
-	all, err := Named()
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, n := range all {
-		if d, err := Record(n); err == nil && d.Backend == backend {
-			names = append(names, n)
-		}
-	}
-	return names, nil
+	names, err := Named()
+	return slices.DeleteFunc(names, func(n string) bool {
+		d, err := Record(n)
+		return err != nil || d.Backend != backend
+	}), err
 }
 
 // ErrRunning is wrapped by Up's error when a guest of that name runs.
