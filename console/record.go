@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/runner"
+	"github.com/agentd-dev/agentd/runner/computer"
 	"github.com/agentd-dev/agentd/runner/session"
 )
 
@@ -132,17 +133,14 @@ type Approval struct {
 }
 
 // Takeover is a person's hold on the desktop (record version 2): the
-// call it stopped, its actions that did not run, and once handed back who
-// held it, what they did (typed text by its length only) and their notes.
+// call it stopped, its actions that did not run, and once handed back the
+// record's Handback: who held it, what they did (typed text by its length
+// only) and their notes.
 type Takeover struct {
 	CallID     string   `json:"call_id"`
 	NotRun     []string `json:"not_run,omitempty"`
 	HandedBack bool     `json:"handed_back"`
-	By         []string `json:"by,omitempty"`
-	Actions    []string `json:"actions,omitempty"`
-	More       int      `json:"more,omitempty"`
-	Notes      []string `json:"notes,omitempty"`
-	Orphaned   bool     `json:"orphaned,omitempty"`
+	computer.Handback
 }
 
 // ApprovalBy is agentctl's note of who answered a question (kind
@@ -262,11 +260,11 @@ func parseRun(r io.Reader, id string) (*Run, error) {
 			tk := l.Takeover
 			if tk.Phase == runner.TakeoverHandedBack && len(st.Takeovers) > 0 && st.Takeovers[len(st.Takeovers)-1].CallID == l.CallID && !st.Takeovers[len(st.Takeovers)-1].HandedBack {
 				last := &st.Takeovers[len(st.Takeovers)-1]
-				last.HandedBack, last.By, last.Actions, last.More, last.Notes, last.Orphaned = true, tk.By, tk.Actions, tk.More, tk.Notes, tk.Orphaned
+				last.HandedBack, last.Handback = true, tk.Handback
 				return nil
 			}
 			st.Takeovers = append(st.Takeovers, Takeover{CallID: l.CallID, NotRun: tk.NotRun, HandedBack: tk.Phase == runner.TakeoverHandedBack,
-				By: tk.By, Actions: tk.Actions, More: tk.More, Notes: tk.Notes, Orphaned: tk.Orphaned})
+				Handback: tk.Handback})
 		case runner.EventCode:
 			stepOf(l).Codes++
 		case runner.EventFinal:

@@ -212,8 +212,8 @@ func TestTakeoverLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Takeover{{CallID: "c1", NotRun: []string{"type 5 chars"}, HandedBack: true, By: []string{"the console"},
-		Actions: []string{"click left (1,2)", "type 3 chars"}, Notes: []string{"done"}, Orphaned: true}}
+	want := []Takeover{{CallID: "c1", NotRun: []string{"type 5 chars"}, HandedBack: true, Handback: computer.Handback{By: []string{"the console"},
+		Actions: []string{"click left (1,2)", "type 3 chars"}, Notes: []string{"done"}, Orphaned: true}}}
 	if run.Version != 3 || len(run.StepList) != 1 || !reflect.DeepEqual(run.StepList[0].Takeovers, want) {
 		t.Fatalf("read %+v", run.StepList[0])
 	}
