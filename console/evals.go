@@ -167,17 +167,14 @@ func trialRecord(id, task, trial string) []string {
 }
 
 func (s *Server) serveEvals(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.EvalsDir == "" {
-		writeJSON(w, struct {
-			Evals []EvalSummary `json:"evals"`
-		}{[]EvalSummary{}})
-		return
-	}
-	evals, err := listEvals(s.cfg.EvalsDir)
-	if err != nil {
-		s.cfg.Logf("console: list evaluations: %v", err)
-		http.Error(w, "cannot list the evaluations", http.StatusInternalServerError)
-		return
+	evals := []EvalSummary{}
+	if s.cfg.EvalsDir != "" {
+		var err error
+		if evals, err = listEvals(s.cfg.EvalsDir); err != nil {
+			s.cfg.Logf("console: list evaluations: %v", err)
+			http.Error(w, "cannot list the evaluations", http.StatusInternalServerError)
+			return
+		}
 	}
 	writeJSON(w, struct {
 		Evals []EvalSummary `json:"evals"`
