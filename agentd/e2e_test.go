@@ -48,7 +48,13 @@ func newDesktop(tb testing.TB) *desktop {
 // controller connected yet.
 func newDesktopServer(tb testing.TB, w, h int, logf func(string, ...any)) *desktop {
 	tb.Helper()
-	x := xvfbtest.Start(tb, w, h)
+	return serveDesktop(tb, xvfbtest.Start(tb, w, h), logf)
+}
+
+// serveDesktop is agentd on x with a recorder, and no controller
+// connected yet.
+func serveDesktop(tb testing.TB, x *xvfbtest.Server, logf func(string, ...any)) *desktop {
+	tb.Helper()
 	rec := xrecorder.Start(tb, x.Display)
 	screen, err := capture.Open(x.Display, capture.Options{})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -27,8 +28,8 @@ type Server struct {
 	Width   int
 	Height  int
 	cmd     *exec.Cmd
-	// exited is closed when a restarted server's process has been waited
-	// for (Launch's are waited for by Stop).
+	// exited is closed when a server's process started on a chosen
+	// display has been waited for (Launch's are waited for by Stop).
 	exited chan struct{}
 	// reserved is the socket holding the display number between Down and
 	// Restart; 0 when none.
@@ -110,16 +111,46 @@ func (s *Server) Down() error {
 	return nil
 }
 
+// StartRestartable is Start for a test that takes the server Down and
+// Restarts it. Its display number is drawn at random far above those
+// -displayfd picks (the lowest free one): between Restart giving up Down's
+// reservation and the new Xvfb binding the number, another test's Xvfb
+// starting would take a low number back (CI: "restarted Xvfb :0 exited at
+// start"), but not one above all the numbers in use.
+func StartRestartable(tb testing.TB, width, height int) *Server {
+	tb.Helper()
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		prereq.Missing(tb, prereq.X, "Xvfb is not installed: %v", err)
+	}
+	s := &Server{Width: width, Height: height}
+	var err error
+	for range 5 { // a number in use makes Xvfb exit at start: draw again
+		s.Display = ":" + strconv.Itoa(1000+rand.IntN(30000))
+		if err = s.launchOnDisplay(); err == nil {
+			tb.Cleanup(s.Stop)
+			return s
+		}
+	}
+	tb.Fatalf("start Xvfb: %v", err)
+	return nil
+}
+
 // Restart stops the server if it runs and starts a new one on the same
 // display number and size, as a display manager restarting X would:
 // clients of the old one lose their connections, new connections reach
-// the new one.
+// the new one. Use it on a server of StartRestartable.
 func (s *Server) Restart() error {
 	s.Stop()
+	return s.launchOnDisplay()
+}
+
+// launchOnDisplay starts Xvfb on s.Display and waits until it accepts
+// connections.
+func (s *Server) launchOnDisplay() error {
 	cmd := exec.Command("Xvfb", s.Display, "-screen", "0",
 		fmt.Sprintf("%dx%dx24", s.Width, s.Height), "-nolisten", "tcp", "-noreset")
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("restart Xvfb %s: %w", s.Display, err)
+		return fmt.Errorf("start Xvfb %s: %w", s.Display, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -132,11 +163,11 @@ func (s *Server) Restart() error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("restarted Xvfb %s exited at start", s.Display)
+			return fmt.Errorf("Xvfb %s exited at start", s.Display)
 		case <-deadline:
 			_ = cmd.Process.Kill()
 			<-exited
-			return fmt.Errorf("restarted Xvfb %s did not come up within 15s", s.Display)
+			return fmt.Errorf("Xvfb %s did not come up within 15s", s.Display)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -20,7 +20,7 @@ import (
 // once a new server runs on the display the same input.Device drives it, with
 // nothing of the old state (the held key, typing bindings) carried over.
 func TestRobotgoInputReconnectsAfterXRestart(t *testing.T) {
-	x := xvfbtest.Start(t, 320, 200)
+	x := xvfbtest.StartRestartable(t, 320, 200)
 	in, err := Open(x.Display)
 	if err != nil {
 		t.Fatal(err)
