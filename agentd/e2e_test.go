@@ -44,6 +44,15 @@ func newDesktop(tb testing.TB) *desktop {
 	return d
 }
 
+// newRestartableDesktop is newDesktop on an Xvfb the test may take Down
+// and Restart (xvfbtest.StartRestartable).
+func newRestartableDesktop(tb testing.TB) *desktop {
+	tb.Helper()
+	d := serveDesktop(tb, xvfbtest.StartRestartable(tb, 1440, 900), tb.Logf)
+	d.client = dial(tb, d.addr)
+	return d
+}
+
 // newDesktopServer is agentd on a real w×h Xvfb with a recorder, and no
 // controller connected yet.
 func newDesktopServer(tb testing.TB, w, h int, logf func(string, ...any)) *desktop {

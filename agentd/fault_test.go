@@ -17,7 +17,6 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
-	"github.com/agentd-dev/agentd/internal/xvfbtest"
 )
 
 func (d *desktop) health(t *testing.T) int {
@@ -39,8 +38,7 @@ func (d *desktop) dialEventually(t *testing.T) *guest.Client { return dialEventu
 // X server runs on the display, health turns green and the same session
 // clicks, types and takes screenshots on it: no agentd restart.
 func TestE2EXServerRestartedUnderAgentd(t *testing.T) {
-	d := serveDesktop(t, xvfbtest.StartRestartable(t, 1440, 900), t.Logf)
-	d.client = dial(t, d.addr)
+	d := newRestartableDesktop(t)
 	if code := d.health(t); code != http.StatusOK {
 		t.Fatalf("health before: %d", code)
 	}
