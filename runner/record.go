@@ -118,10 +118,10 @@ const spareShot = ".shot-*.png"
 
 // PrepareShot makes the file the next screenshot will be written to, ahead
 // of it: creating a file is most of a screenshot's writing time (0.4 to
-// 0.7 ms on our CI machine's disk, where writing its 124 KB takes 0.05), so
-// a writer that has a moment to spare (the MCP server's journal, between
-// calls) spends it there rather than when the screenshot arrives. Finish
-// removes a spare left unused.
+// 0.8 ms on our CI machine's disk, where writing its 124 KB takes 0.05), so
+// a writer that has a moment to spare (the MCP server's journal, when a
+// call starts and the guest works) spends it there rather than when the
+// screenshot arrives. Finish removes a spare left unused.
 func (r *Record) PrepareShot() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -11,8 +11,9 @@ import (
 // Creating a call's screenshot file was the largest part of the server's
 // own time per call, so a call's record lines and files are written by
 // the journal's goroutine while its answer goes out, and the file itself
-// is made when the call starts (Record.PrepareShot), while the guest works. One writer takes them
-// first in, first written: the record's order is the calls'. A call starts
+// is made when the call starts (Record.PrepareShot), while the guest
+// works. One writer takes them first in, first written: the record's order
+// is the calls'. A call starts
 // only once every line of the calls before it is written (session.begin),
 // and the session's end line comes after the last: a crash loses at most
 // the lines of the last call answered that were not written yet, and those
