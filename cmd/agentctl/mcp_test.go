@@ -26,8 +26,10 @@ import (
 	"github.com/agentd-dev/agentd/guest"
 	"github.com/agentd-dev/agentd/internal/agentdtest"
 	"github.com/agentd-dev/agentd/internal/desktoptest"
+	"github.com/agentd-dev/agentd/internal/poll"
 	"github.com/agentd-dev/agentd/internal/prereq"
 	"github.com/agentd-dev/agentd/internal/xrecorder"
+	"github.com/agentd-dev/agentd/runner"
 )
 
 const mcpGuestToken = "mcp-test-token-0123456789abcdef"
@@ -255,6 +257,92 @@ func TestMCPStdioComputer(t *testing.T) {
 	}
 	if bytes.Contains(data, []byte("wörld")) {
 		t.Fatal("the record holds the typed text")
+	}
+}
+
+// TestMCPKilledKeepsItsRecord: agentctl mcp killed (SIGKILL) in the middle
+// of a call, once the call's spare screenshot file is made
+// (Record.PrepareShot), leaves a record the console's reader reads: every
+// call answered is in it, in order, each with its screenshot file, and
+// nothing else is in the folder but that empty hidden spare and the lines
+// of the call in progress (README: what a crash loses).
+func TestMCPKilledKeepsItsRecord(t *testing.T) {
+	r := newMCPRig(t)
+	ctx := mcpCtx(t)
+	cmd := r.command()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agentd-test", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	moves := []string{`[{"type":"move","x":100,"y":100}]`, `[{"type":"move","x":400,"y":300}]`, `[{"type":"move","x":640,"y":400}]`, `[{"type":"move","x":10,"y":700}]`}
+	for _, m := range moves {
+		screenshotOf(t, call(t, ctx, cs, m), 1280, 800)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(r.runs, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("records %v, want one for the session", dirs)
+	}
+	// A long typing call, killed once its spare file is there.
+	typing := make(chan struct{})
+	go func() {
+		defer close(typing)
+		_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "computer", Arguments: json.RawMessage(`{"actions":[{"type":"type","text":"` + strings.Repeat("a", 5000) + `"}]}`)})
+	}()
+	poll.For(t, 20*time.Second, "the typing call's spare screenshot file", func() ([]string, bool) {
+		spares, _ := filepath.Glob(filepath.Join(dirs[0], ".shot-*"))
+		return spares, len(spares) == 1
+	})
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-typing
+	f, err := os.Open(filepath.Join(dirs[0], "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	shots := map[string]bool{}
+	var steps []int
+	err = runner.ReadRecord(f, func(l *runner.RecordLine) error {
+		if l.Kind == runner.EventRequest {
+			steps = append(steps, l.Step)
+		}
+		if l.Kind == runner.EventScreenshot {
+			shots[l.Screenshot.File] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the record after the kill does not read: %v", err)
+	}
+	if len(steps) < len(moves) || !slices.IsSorted(steps) {
+		t.Fatalf("calls in the record: steps %v, want the %d answered in order", steps, len(moves))
+	}
+	if len(shots) != len(moves) {
+		t.Fatalf("screenshot lines %v, want one per answered call (%d)", shots, len(moves))
+	}
+	entries, err := os.ReadDir(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	spares := 0
+	for _, e := range entries {
+		name := e.Name()
+		fi, _ := e.Info()
+		switch {
+		case name == "events.jsonl" || shots[name]:
+			if strings.HasSuffix(name, ".png") && fi.Size() == 0 {
+				t.Errorf("%s is empty", name)
+			}
+		case strings.HasPrefix(name, ".shot-") && fi.Size() == 0:
+			spares++
+		default:
+			t.Errorf("the record holds %s (%d bytes)", name, fi.Size())
+		}
+	}
+	if spares != 1 {
+		t.Fatalf("%d spares, want the typing call's one", spares)
 	}
 }
 
