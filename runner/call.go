@@ -34,28 +34,29 @@ import (
 // The returned item is the computer_call_output to send back; on failure the
 // error is a *RunError.
 func (t *Toolset) Execute(ctx context.Context, call responses.ResponseComputerToolCall, opts CallOptions, onEvent func(Event)) (responses.ResponseInputItemComputerCallOutputParam, error) {
-	p, png, err := t.execute(ctx, opts, onEvent, func(c *computerTool) (*plan, error) { return c.prepare(call) })
+	p, shot, err := t.execute(ctx, opts, onEvent, func(c *computerTool) (*plan, error) { return c.prepare(call) })
 	if err != nil {
 		return responses.ResponseInputItemComputerCallOutputParam{}, err
 	}
-	return outputParam(p, png), nil
+	return outputParam(p, shot.PNG), nil
 }
 
 // ExecuteShot is Execute for a caller that decoded the call's actions
 // itself, strictly (actions.Decode), and sends the settled screenshot
 // itself (the MCP server): the actions are not encoded into a
 // computer_call to be decoded again, their points are checked as
-// Execute's, and it returns the screenshot's PNG without the
-// computer_call_output, whose data URL would be encoded for nothing. as
-// belongs to the call until it returns.
-func (t *Toolset) ExecuteShot(ctx context.Context, callID string, as []actions.Action, opts CallOptions, onEvent func(Event)) ([]byte, error) {
-	_, png, err := t.execute(ctx, opts, onEvent, func(c *computerTool) (*plan, error) { return c.planActions(callID, as) })
-	return png, err
+// Execute's, and it returns the settled screenshot (its PNG and
+// transform) without the computer_call_output, whose data URL would be
+// encoded for nothing. as belongs to the call until it returns.
+func (t *Toolset) ExecuteShot(ctx context.Context, callID string, as []actions.Action, opts CallOptions, onEvent func(Event)) (computer.Screenshot, error) {
+	_, shot, err := t.execute(ctx, opts, onEvent, func(c *computerTool) (*plan, error) { return c.planActions(callID, as) })
+	return shot, err
 }
 
-func (t *Toolset) execute(ctx context.Context, opts CallOptions, onEvent func(Event), prepare func(*computerTool) (*plan, error)) (*plan, []byte, error) {
+func (t *Toolset) execute(ctx context.Context, opts CallOptions, onEvent func(Event), prepare func(*computerTool) (*plan, error)) (*plan, computer.Screenshot, error) {
+	var none computer.Screenshot
 	if err := t.gate.Acquire(ErrClosed, ErrBusy); err != nil {
-		return nil, nil, &RunError{Err: err}
+		return nil, none, &RunError{Err: err}
 	}
 	defer t.gate.Release()
 	x := &session{onEvent: onEvent}
@@ -65,16 +66,16 @@ func (t *Toolset) execute(ctx context.Context, opts CallOptions, onEvent func(Ev
 
 	p, err := prepare(c)
 	if err != nil {
-		return nil, nil, x.fail(err)
+		return nil, none, x.fail(err)
 	}
 	if err := p.Approve(ctx, s); err != nil {
-		return nil, nil, x.fail(err)
+		return nil, none, x.fail(err)
 	}
-	png, err := c.runCall(ctx, s, p)
+	shot, err := c.runCall(ctx, s, p)
 	if err != nil {
-		return nil, nil, x.fail(err)
+		return nil, none, x.fail(err)
 	}
-	return p, png, nil
+	return p, shot, nil
 }
 
 // computerTool is the computer toolset as one Tool of a run.
@@ -148,11 +149,11 @@ func (p *plan) AnswerDone(ctx context.Context, s *Step) (responses.ResponseInput
 func (p *plan) Approve(ctx context.Context, s *Step) error { return p.tool.approveChecks(ctx, s, p) }
 
 func (p *plan) Execute(ctx context.Context, s *Step) (responses.ResponseInputItemUnionParam, error) {
-	png, err := p.tool.runCall(ctx, s, p)
+	shot, err := p.tool.runCall(ctx, s, p)
 	if err != nil {
 		return responses.ResponseInputItemUnionParam{}, err
 	}
-	return param.Override[responses.ResponseInputItemUnionParam](rawOutput(p, png)), nil
+	return param.Override[responses.ResponseInputItemUnionParam](rawOutput(p, shot.PNG)), nil
 }
 
 // prepare decodes and validates every action of a call, strictly, before
@@ -328,8 +329,8 @@ func answered(ctx context.Context, s *Step, ok bool, reason string, err error, r
 // screenshot takes just that one. BeforeAction, when set, is asked
 // immediately before each of these steps; without it the driver may run the
 // call at once.
-func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) ([]byte, error) {
-	var zero []byte
+func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) (computer.Screenshot, error) {
+	var zero computer.Screenshot
 	as := p.actions
 	if len(as) == 1 && as[0].Type == actions.Screenshot {
 		as = nil
@@ -414,7 +415,7 @@ func (c *computerTool) runCall(ctx context.Context, s *Step, p *plan) ([]byte, e
 	c.image, c.seen = shot.Transform.Image, seen
 	s.Event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(stepStart)),
 		Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
-	return shot.PNG, nil
+	return shot, nil
 }
 
 // beforeStep checks, immediately before a step of a call, that the run is

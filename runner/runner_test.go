@@ -652,9 +652,9 @@ func TestExecuteShot(t *testing.T) {
 	ts := New(openai.NewClient(), computer.Sequential(d))
 	defer ts.Close()
 	ctx := context.Background()
-	png, err := ts.ExecuteShot(ctx, "call_1", []actions.Action{{Type: actions.Screenshot}}, CallOptions{}, nil)
-	if err != nil || !bytes.Equal(png, d.png) {
-		t.Fatalf("screenshot: %d bytes, %v", len(png), err)
+	shot, err := ts.ExecuteShot(ctx, "call_1", []actions.Action{{Type: actions.Screenshot}}, CallOptions{}, nil)
+	if err != nil || !bytes.Equal(shot.PNG, d.png) || shot.Transform.Image != (scaling.Size{W: 64, H: 40}) {
+		t.Fatalf("screenshot: %d bytes in %v, %v", len(shot.PNG), shot.Transform.Image, err)
 	}
 	var be *BadInputError
 	_, err = ts.ExecuteShot(ctx, "call_2", []actions.Action{{Type: actions.Click, Button: "left", X: 1, Y: 1}, {Type: actions.Click, Button: "left", X: 64, Y: 1}}, CallOptions{}, nil)

@@ -47,11 +47,12 @@ type TakeoverEvent struct {
 // queued). The run waits for the hand back, answers the call with a fresh
 // screenshot and tells the model, in a user message after the turn's
 // outputs, that a person acted and which of its actions did not run.
-func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []actions.Action, ran int, refusal error) ([]byte, error) {
+func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []actions.Action, ran int, refusal error) (computer.Screenshot, error) {
+	var zero computer.Screenshot
 	o, ok := c.t.driver.(computer.Overseen)
 	if !ok || s.x.ctl == nil {
 		// Execute has no turn to add the message to; its caller decides.
-		return nil, fmt.Errorf("call %s: %w", p.callID, refusal)
+		return zero, fmt.Errorf("call %s: %w", p.callID, refusal)
 	}
 	ev := &TakeoverEvent{Phase: TakeoverPaused, Ran: ran}
 	for _, a := range as[ran:] {
@@ -62,7 +63,7 @@ func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []act
 	for {
 		hb, err := o.AwaitHandback(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("call %s: waiting for the person to hand the desktop back: %w", p.callID, withCtx(ctx, err))
+			return zero, fmt.Errorf("call %s: waiting for the person to hand the desktop back: %w", p.callID, withCtx(ctx, err))
 		}
 		merge(&all, hb)
 		start := time.Now()
@@ -75,7 +76,7 @@ func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []act
 			err = checkScreenshot(shot.PNG, shot.Transform.Image)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("call %s: the screenshot after the hand back: %w", p.callID, withCtx(ctx, err))
+			return zero, fmt.Errorf("call %s: the screenshot after the hand back: %w", p.callID, withCtx(ctx, err))
 		}
 		back := *ev
 		back.Phase, back.Handback = TakeoverHandedBack, all
@@ -84,9 +85,9 @@ func (c *computerTool) takenOver(ctx context.Context, s *Step, p *plan, as []act
 		s.Event(Event{Kind: EventScreenshot, CallID: p.callID, Duration: Duration(time.Since(start)),
 			Screenshot: &ScreenshotEvent{Transform: shot.Transform, Bytes: len(shot.PNG), PNG: shot.PNG}})
 		if err := s.x.ctl.AppendUserText(takeoverText(p.callID, ev.NotRun, all)); err != nil {
-			return nil, fmt.Errorf("call %s: %w", p.callID, err)
+			return zero, fmt.Errorf("call %s: %w", p.callID, err)
 		}
-		return shot.PNG, nil
+		return shot, nil
 	}
 }
 

@@ -120,7 +120,7 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 		case x.srv.cfg.Confirm:
 			opts.BeforeAction = x.confirmer()
 		}
-		_, err := x.ts.ExecuteShot(ctx, callID, as, opts, func(e runner.Event) {
+		shot, err := x.ts.ExecuteShot(ctx, callID, as, opts, func(e runner.Event) {
 			x.event(e)
 			if e.Kind == runner.EventAction && e.Action != nil {
 				prog.step(ctx, e.Action.Summary)
@@ -133,7 +133,6 @@ func (x *session) computer(ctx context.Context, req *mcp.CallToolRequest) *mcp.C
 		if err != nil {
 			return errorResult(failure(ctx, err))
 		}
-		shot := x.drv.shot
 		x.image = shot.Transform.Image
 		return screenshotResult(shot, ranText(steps, shot))
 	})

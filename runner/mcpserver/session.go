@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
 
-	"github.com/agentd-dev/agentd/actions"
 	"github.com/agentd-dev/agentd/actions/browser"
 	"github.com/agentd-dev/agentd/runner"
 	"github.com/agentd-dev/agentd/runner/computer"
@@ -35,7 +34,6 @@ type session struct {
 
 	// The fields below belong to the call holding calls.
 	desk  *Desktop
-	drv   *lastShot
 	ts    *runner.Toolset
 	image scaling.Size // the image space of the last screenshot sent
 	held  bool         // the last call was refused: a person held the desktop
@@ -53,22 +51,6 @@ type session struct {
 
 	endOnce sync.Once
 	ended   bool // under calls
-}
-
-// lastShot is the session's driver: the guest client, keeping the last
-// screenshot Run returned so the result carries its PNG and transform
-// without decoding the runner's data URL.
-type lastShot struct {
-	computer.Driver
-	shot computer.Screenshot
-}
-
-func (d *lastShot) Run(ctx context.Context, as []actions.Action, h computer.Hooks) (computer.Screenshot, error) {
-	shot, err := d.Driver.Run(ctx, as, h)
-	if err == nil {
-		d.shot = shot
-	}
-	return shot, err
 }
 
 // begin claims the session for one call: false when another call of the
@@ -160,10 +142,9 @@ func (x *session) open(ctx context.Context) error {
 			return err
 		}
 	}
-	x.drv = &lastShot{Driver: d.Client, shot: computer.Screenshot{PNG: shot.PNG, Transform: shot.Transform}}
 	x.image = shot.Transform.Image
 	// No Responses request is ever made: Execute runs single calls.
-	x.ts = runner.New(openai.Client{}, x.drv, runner.WithName("mcp"))
+	x.ts = runner.New(openai.Client{}, d.Client, runner.WithName("mcp"))
 	if x.srv.cfg.RecordDir != "" {
 		dir := x.srv.recordDir()
 		rec, err := runner.CreateRecord(dir)

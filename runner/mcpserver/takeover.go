@@ -61,11 +61,11 @@ func ranBefore(err error) int {
 
 // takeoverCheck runs before each call: when agentd told the session of a
 // take over since the last call (or the last call, or this one, was
-// refused), the call does not run. While the person still holds the desktop it is refused
-// again; once they handed it back it is answered with what they did,
-// their note and a fresh screenshot (the model has not seen the desktop
-// as the person left it, and agentd refuses actions until the hand back
-// is collected). nil: no take over, the call goes on.
+// refused), the call does not run. While the person still holds the
+// desktop it is refused again; once they handed it back it is answered
+// with what they did, their note and a fresh screenshot (the model has
+// not seen the desktop as the person left it, and agentd refuses actions
+// until the hand back is collected). nil: no take over, the call goes on.
 func (x *session) takeoverCheck(ctx context.Context, callID string, steps []string) *mcp.CallToolResult {
 	c := x.desk.Client
 	n, _ := c.Takeovers()
@@ -96,7 +96,7 @@ func (x *session) takeoverCheck(ctx context.Context, callID string, steps []stri
 		return nil
 	}
 	x.seen, x.held = n, false
-	shot, err := x.drv.Run(ctx, nil, computer.Hooks{})
+	shot, err := c.Run(ctx, nil, computer.Hooks{})
 	if errors.Is(err, computer.ErrTakenOver) {
 		return x.heldResult(callID, steps, err)
 	}
